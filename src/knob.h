@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The one table of kernel settings thpd manages. Parsing, resolution, the sysfs layer, D-Bus and
+ * the CLI all go through it, so a knob is added in exactly one place. The enum order is also the
+ * write order: the global shmem_enabled comes before any per-size knob because the kernel
+ * interlocks shmem "force" with per-size "inherit". */
+
+/* Per-size (mTHP) knobs get one slot per power of two from 8 kB to 16 GB; only the sizes the
+ * running kernel exposes are ever probed present. */
+#define KNOB_MTHP_SLOTS 22
+#define KNOB_MTHP_MIN_KB UINT64_C(8)
+
+typedef enum Knob {
+        KNOB_ENABLED,
+        KNOB_DEFRAG,
+        KNOB_SHMEM_ENABLED,
+        KNOB_KHUGEPAGED_DEFRAG,
+        KNOB_KHUGEPAGED_MAX_PTES_NONE,
+        KNOB_KHUGEPAGED_MAX_PTES_SWAP,
+        KNOB_KHUGEPAGED_MAX_PTES_SHARED,
+        KNOB_KHUGEPAGED_PAGES_TO_SCAN,
+        KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS,
+        KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS,
+        KNOB_MTHP_FIRST,
+        _KNOB_MAX = KNOB_MTHP_FIRST + KNOB_MTHP_SLOTS,
+        _KNOB_INVALID = -EINVAL,
+} Knob;
+
+typedef enum KnobKind {
+        KNOB_KIND_WORD,   /* one of a fixed word list, shown by the kernel as "a [b] c" */
+        KNOB_KIND_NUMBER, /* a plain unsigned decimal */
+} KnobKind;
+
+/* A knob's value: for words the index into KnobInfo.words, for numbers the number itself. */
+typedef int64_t KnobValue;
+#define KNOB_VALUE_UNSET INT64_C(-1)
+
+/* The word index of "inherit" in per-size enabled knobs: it takes the strictness of the global
+ * "enabled" value it inherits. */
+#define KNOB_MTHP_INHERIT 3
+
+typedef struct KnobInfo {
+        const char *name;         /* path below transparent_hugepage/, and the name users type */
+        const char *section;      /* policy file section */
+        const char *key;          /* policy file key */
+        KnobKind kind;
+        const char *const *words; /* KNOB_KIND_WORD: strictest first, NULL-terminated */
+        bool higher_is_stricter;  /* KNOB_KIND_NUMBER */
+        uint64_t min, max;        /* KNOB_KIND_NUMBER: accepted range */
+} KnobInfo;
+
+const KnobInfo *knob_info(Knob k);
+static inline const char *knob_name(Knob k) {
+        return knob_info(k)->name;
+}
+
+bool knob_is_mthp(Knob k);
+uint64_t knob_mthp_size_kb(Knob k);
+int knob_mthp_from_size_kb(uint64_t size_kb, Knob *ret);
+
+/* Looks up "enabled", "khugepaged/defrag", "hugepages-64kB/enabled". */
+int knob_from_name(const char *name, Knob *ret);
+/* Looks up a policy file key ("TransparentHugePages", "Enabled.64K"). Section match is exact,
+ * key match is case-sensitive like systemd's. Returns -ENOENT for an unknown key. */
+int knob_from_policy_key(const char *section, const char *key, Knob *ret);
+
+/* Parses a value as a user writes it (policy, override). -EINVAL for an unknown word or a
+ * non-number, -ERANGE for a number outside the knob's range. */
+int knob_value_from_string(Knob k, const char *s, KnobValue *ret);
+/* Parses what the kernel shows: "always [madvise] never", a bare word, or a number. */
+int knob_value_from_sysfs(Knob k, const char *content, KnobValue *ret);
+/* The word or decimal number; "(unset)" for KNOB_VALUE_UNSET. buf must hold 24 bytes. */
+const char *knob_value_to_string(Knob k, KnobValue v, char buf[static 24]);
+
+/* Negative if a is stricter than b, positive if looser, 0 if equally strict. For per-size
+ * enabled, "inherit" counts as global_enabled (a KNOB_ENABLED value). Both must be set. */
+int knob_compare_strictness(Knob k, KnobValue a, KnobValue b, KnobValue global_enabled);
+
+/* Lists the accepted values for an error message: "never, madvise, always" or "0-511". */
+const char *knob_describe_values(Knob k, char buf[static 96]);
+
+#define FOREACH_KNOB(k) for (Knob k = 0; k < _KNOB_MAX; k++)

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <stdio.h>
+
+#include "diagnostics.h"
+#include "knob.h"
+
+/* One policy drop-in: which units it matches and the knob values / hugetlb pool it wants. */
+
+#define POOL_NODE_ANY (-1)
+
+typedef struct PoolRequest {
+        uint64_t page_size_kb; /* 2048 unless PageSize= says otherwise */
+        int node;              /* POOL_NODE_ANY: the global pool */
+        uint64_t pages;        /* Pages=, or Size= rounded up to whole pages */
+} PoolRequest;
+
+typedef struct Policy {
+        char *name;        /* file name ("redis.conf"): a policy's identity across directories */
+        char *path;        /* the file it was read from */
+        char *description;
+        char **units;      /* NULL-terminated unit names or globs */
+        KnobValue knobs[_KNOB_MAX];     /* KNOB_VALUE_UNSET where the policy does not vote */
+        unsigned knob_lines[_KNOB_MAX]; /* where each vote was set, for explanations */
+        bool has_pool;
+        PoolRequest pool;
+} Policy;
+
+Policy *policy_free(Policy *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Policy, policy_free)
+
+/* Parses one policy. "path" names the file in diagnostics. Every problem is added to diag as
+ * FILE:LINE; returns -EINVAL (ret untouched) when there is at least one error, so a bad file
+ * never half-applies. Warnings (unknown keys) do not fail the parse. */
+int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret);
+int policy_load(const char *path, Diagnostics *diag, Policy **ret);
+
+/* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
+ * instance of the template). */
+bool policy_matches_unit(const Policy *p, const char *unit);
+
+/* The policy search path, highest precedence first. */
+extern const char *const policy_default_dirs[];
+
+/* The outcome of drop-in precedence for one file name. */
+typedef struct PolicyFile {
+        char *name;
+        char *path;          /* the winning file; NULL when masked */
+        char *masked_by;     /* the /dev/null symlink or empty file that masks it, or NULL */
+        GPtrArray *shadowed; /* char*: same-named files in lower directories, highest first */
+} PolicyFile;
+
+void policy_file_free(PolicyFile *f);
+
+/* Applies systemd drop-in rules across dirs (highest precedence first): *.conf only, same name
+ * in a higher directory replaces a lower one, a /dev/null symlink or an empty file masks it,
+ * lexical order, untrusted (not root-owned, or group/world-writable) files and directories are
+ * skipped with a diagnostic. Missing directories are fine. ret: PolicyFile*, sorted by name. */
+int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray **ret);
+
+/* Enumerates and parses: ret holds Policy* of every good, unmasked file in lexical order. */
+int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret);
+
+/* The uid that owns trusted files: 0, or THPD_TRUSTED_UID for tests run without root. */
+uid_t policy_trusted_uid(void);

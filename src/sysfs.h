@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "knob.h"
+
+/* The kernel side: every path lives under a root (sysfs "/sys", procfs "/proc") so tests run on
+ * a scratch tree. Errors come back as the kernel gave them: -ENOENT (no such knob on this
+ * kernel), -EACCES (not root), -EROFS (read-only sysfs, e.g. a container), -EINVAL (the kernel
+ * rejected the value), -EBADMSG (content we cannot parse), -EIO (the read-back disagrees). */
+
+#define SYSFS_THP_DIR "kernel/mm/transparent_hugepage"
+#define SYSFS_HUGETLB_DIR "kernel/mm/hugepages"
+#define SYSFS_NODE_DIR "devices/system/node"
+
+char *sysfs_knob_path(const char *sysfs_root, Knob k);
+
+int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret);
+
+/* Writes the bare word or number, then reads back and returns -EIO if the kernel reports
+ * something else. */
+int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v);
+
+/* Marks which knobs this kernel has (probing files, never the kernel version). */
+void sysfs_probe_knobs(const char *sysfs_root, bool present[_KNOB_MAX]);
+
+/* hugetlb page sizes in kB, ascending (hugepages-<N>kB directories). */
+int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_t *ret_n);
+/* NUMA nodes that have a hugepages directory for this size, ascending. */
+int sysfs_list_pool_nodes(const char *sysfs_root, uint64_t page_size_kb, int **ret_nodes, size_t *ret_n);
+
+typedef struct PoolState {
+        uint64_t nr;      /* nr_hugepages */
+        uint64_t free;    /* free_hugepages */
+        uint64_t surplus; /* surplus_hugepages */
+} PoolState;
+
+/* node is POOL_NODE_ANY (-1) for the global pool or a NUMA node number. */
+int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
+
+/* Writes nr_hugepages and reads it back. The kernel reports a partial allocation as success, so
+ * the number actually present is returned in ret_pages (which may be below "pages"). */
+int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t pages,
+                     uint64_t *ret_pages);
+
+/* Writes 1 to <procfs>/sys/vm/compact_memory. */
+int procfs_compact_memory(const char *procfs_root);
+
+/* Reads a whole small file (sysfs/procfs) into a NUL-terminated string. */
+int read_small_file(const char *path, char **ret);
+/* Writes a string with a single write(), reporting the kernel's errno (not a buffered fclose). */
+int write_small_file(const char *path, const char *value);

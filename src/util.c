@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <stdint.h>
+
+#include "util.h"
+
+int parse_u64(const char *s, uint64_t *ret) {
+        char *end = NULL;
+        unsigned long long v;
+
+        if (!s || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || end == s || *end != '\0')
+                return -EINVAL;
+
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+static int parse_number_with_suffix(const char *s, uint64_t *ret_number, const char **ret_suffix) {
+        char *end = NULL;
+        unsigned long long v;
+
+        if (!s || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || end == s)
+                return -EINVAL;
+
+        *ret_number = (uint64_t) v;
+        *ret_suffix = end;
+        return 0;
+}
+
+static int multiply_checked(uint64_t a, uint64_t b, uint64_t *ret) {
+        if (b != 0 && a > UINT64_MAX / b)
+                return -ERANGE;
+        *ret = a * b;
+        return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } table[] = {
+                { "",    1ULL },
+                { "B",   1ULL },
+                { "K",   1ULL << 10 }, { "KB",  1ULL << 10 }, { "KiB", 1ULL << 10 }, { "k", 1ULL << 10 }, { "kB", 1ULL << 10 },
+                { "M",   1ULL << 20 }, { "MB",  1ULL << 20 }, { "MiB", 1ULL << 20 },
+                { "G",   1ULL << 30 }, { "GB",  1ULL << 30 }, { "GiB", 1ULL << 30 },
+                { "T",   1ULL << 40 }, { "TB",  1ULL << 40 }, { "TiB", 1ULL << 40 },
+        };
+        const char *suffix;
+        uint64_t n;
+        int r;
+
+        r = parse_number_with_suffix(s, &n, &suffix);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (streq(suffix, table[i].suffix))
+                        return multiply_checked(n, table[i].factor, ret);
+
+        return -EINVAL;
+}
+
+int parse_duration_usec(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } table[] = {
+                { "",     1000000ULL },
+                { "us",   1ULL },
+                { "ms",   1000ULL },
+                { "s",    1000000ULL }, { "sec",  1000000ULL },
+                { "m",    60000000ULL }, { "min", 60000000ULL },
+                { "h",    3600000000ULL },
+                { "d",    86400000000ULL },
+        };
+        const char *suffix;
+        uint64_t n;
+        int r;
+
+        r = parse_number_with_suffix(s, &n, &suffix);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (streq(suffix, table[i].suffix))
+                        return multiply_checked(n, table[i].usec, ret);
+
+        return -EINVAL;
+}
+
+const char *format_page_size(uint64_t kb, char buf[static 24]) {
+        if (kb >= (1ULL << 20) && kb % (1ULL << 20) == 0)
+                snprintf(buf, 24, "%lluG", (unsigned long long) (kb >> 20));
+        else if (kb >= 1024 && kb % 1024 == 0)
+                snprintf(buf, 24, "%lluM", (unsigned long long) (kb >> 10));
+        else
+                snprintf(buf, 24, "%lluK", (unsigned long long) kb);
+        return buf;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _pure_ __attribute__((pure))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return strcmp(a, b) == 0;
+}
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* Moves ownership out of a _cleanup_ variable. */
+#define TAKE_PTR(p)                              \
+        ({                                       \
+                __typeof__(p) _ptr_ = (p);       \
+                (p) = NULL;                      \
+                _ptr_;                           \
+        })
+
+#define TAKE_FD(fd)                              \
+        ({                                       \
+                int _fd_ = (fd);                 \
+                (fd) = -1;                       \
+                _fd_;                            \
+        })
+
+/* Parses an unsigned decimal number; rejects signs, blanks, trailing junk and overflow. */
+int parse_u64(const char *s, uint64_t *ret);
+
+/* Parses "8G", "512M", "2048k", "4096" (bytes) with binary multipliers (K, M, G, T; optional B/iB). */
+int parse_size(const char *s, uint64_t *ret);
+
+/* Parses "30s", "5min", "2h", "100ms", "1d" or a bare number of seconds into microseconds. */
+int parse_duration_usec(const char *s, uint64_t *ret);
+
+/* Formats a size in kB as the kernel's page-size suffix would ("2048kB" -> "2M"). */
+const char *format_page_size(uint64_t kb, char buf[static 24]);
