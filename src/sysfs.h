@@ -15,6 +15,8 @@
 #define SYSFS_HUGETLB_DIR "kernel/mm/hugepages"
 #define SYSFS_NODE_DIR "devices/system/node"
 
+/* <sysfs_root>/kernel/mm/transparent_hugepage/<knob name>; free with g_free(). NULL for an
+ * invalid knob. */
 char *sysfs_knob_path(const char *sysfs_root, Knob k);
 
 int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret);
@@ -26,9 +28,11 @@ int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v);
 /* Marks which knobs this kernel has (probing files, never the kernel version). */
 void sysfs_probe_knobs(const char *sysfs_root, bool present[_KNOB_MAX]);
 
-/* hugetlb page sizes in kB, ascending (hugepages-<N>kB directories). */
+/* hugetlb page sizes in kB, ascending (hugepages-<N>kB directories); free with g_free(). -ENOENT
+ * when the kernel has no hugetlb directory. */
 int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_t *ret_n);
-/* NUMA nodes that have a hugepages directory for this size, ascending. */
+/* NUMA nodes that have a hugepages directory for this size, ascending; free with g_free().
+ * -ENOENT when the kernel has no node directory (CONFIG_NUMA=n). */
 int sysfs_list_pool_nodes(const char *sysfs_root, uint64_t page_size_kb, int **ret_nodes, size_t *ret_n);
 
 typedef struct PoolState {
@@ -37,7 +41,9 @@ typedef struct PoolState {
         uint64_t surplus; /* surplus_hugepages */
 } PoolState;
 
-/* node is POOL_NODE_ANY (-1) for the global pool or a NUMA node number. */
+#define POOL_NODE_ANY (-1)
+
+/* node is POOL_NODE_ANY for the global pool or a NUMA node number. */
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
 
 /* Writes nr_hugepages and reads it back. The kernel reports a partial allocation as success, so
@@ -48,7 +54,9 @@ int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, ui
 /* Writes 1 to <procfs>/sys/vm/compact_memory. */
 int procfs_compact_memory(const char *procfs_root);
 
-/* Reads a whole small file (sysfs/procfs) into a NUL-terminated string. */
+/* Reads a whole small file (sysfs/procfs) into a NUL-terminated string; free with free().
+ * -EFBIG beyond 64 KiB, -EBADMSG for an embedded NUL. */
 int read_small_file(const char *path, char **ret);
-/* Writes a string with a single write(), reporting the kernel's errno (not a buffered fclose). */
+/* Writes a string with a single write(), reporting the kernel's errno (not a buffered fclose).
+ * Never creates the file: a missing one gives -ENOENT. */
 int write_small_file(const char *path, const char *value);

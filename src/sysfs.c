@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "sysfs.h"
+#include "util.h"
+
+/* sysfs attributes are at most one page; the limit only guards against a path that is not what we
+ * think it is (a huge file, /dev/zero). */
+#define SMALL_FILE_MAX (64U * 1024U)
+
+int read_small_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        char *shrunk;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+
+        /* st_size is useless here (sysfs says 4096, procfs 0), so read until EOF. */
+        buf = malloc(SMALL_FILE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+
+        for (;;) {
+                ssize_t k = read(fd, buf + n, SMALL_FILE_MAX + 1 - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (n > SMALL_FILE_MAX)
+                        return -EFBIG;
+        }
+
+        /* An embedded NUL would silently cut the text short for every parser downstream. */
+        if (memchr(buf, '\0', n))
+                return -EBADMSG;
+        buf[n] = '\0';
+
+        shrunk = realloc(buf, n + 1);
+        if (shrunk)
+                buf = shrunk;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int write_small_file(const char *path, const char *value) {
+        _cleanup_close_ int fd = -1;
+        size_t len;
+        ssize_t k;
+
+        if (!path || !value)
+                return -EINVAL;
+        len = strlen(value);
+
+        /* Never O_CREAT: a knob this kernel lacks must stay missing. O_TRUNC is a no-op on sysfs
+         * and procfs but keeps a plain file in a test tree from holding a tail of the old value. */
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC);
+        if (fd < 0)
+                return -errno;
+
+        /* One write() without stdio: the kernel checks the value in its store handler and its
+         * errno (EINVAL...) is returned right here, not lost in a buffered flush. */
+        do
+                k = write(fd, value, len);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        if ((size_t) k != len)
+                return -EIO;
+        return 0;
+}
+
+char *sysfs_knob_path(const char *sysfs_root, Knob k) {
+        if (!sysfs_root || !knob_info(k))
+                return NULL;
+        return g_build_filename(sysfs_root, SYSFS_THP_DIR, knob_name(k), NULL);
+}
+
+int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret) {
+        g_autofree char *path = sysfs_knob_path(sysfs_root, k);
+        _cleanup_free_ char *content = NULL;
+        KnobValue v;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        r = read_small_file(path, &content);
+        if (r < 0)
+                return r;
+        r = knob_value_from_sysfs(k, content, &v);
+        if (r < 0)
+                return -EBADMSG;
+
+        *ret = v;
+        return 0;
+}
+
+static bool knob_value_is_valid(Knob k, KnobValue v) {
+        const KnobInfo *info = knob_info(k);
+
+        if (v < 0)
+                return false;
+        if (info->kind == KNOB_KIND_NUMBER)
+                return (uint64_t) v >= info->min && (uint64_t) v <= info->max;
+        for (KnobValue i = 0; info->words[i]; i++)
+                if (i == v)
+                        return true;
+        return false;
+}
+
+int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {
+        g_autofree char *path = sysfs_knob_path(sysfs_root, k);
+        char buf[24], got_buf[24];
+        KnobValue got;
+        int r;
+
+        if (!path || !knob_value_is_valid(k, v))
+                return -EINVAL;
+
+        r = write_small_file(path, knob_value_to_string(k, v, buf));
+        if (r < 0)
+                return r;
+
+        r = sysfs_read_knob(sysfs_root, k, &got);
+        if (r < 0)
+                return r;
+        if (got != v) {
+                /* The caller logs the failure; only here do we still know what the kernel said. */
+                log_debug("%s: wrote %s, kernel reports %s", path, buf, knob_value_to_string(k, got, got_buf));
+                return -EIO;
+        }
+        return 0;
+}
+
+void sysfs_probe_knobs(const char *sysfs_root, bool present[_KNOB_MAX]) {
+        FOREACH_KNOB(k) {
+                g_autofree char *path = sysfs_knob_path(sysfs_root, k);
+                struct stat st;
+
+                present[k] = path && stat(path, &st) >= 0 && S_ISREG(st.st_mode);
+        }
+}
+
+/* Parses "<prefix><digits><suffix>" exactly: no sign, no leading zero, no trailing junk, so that
+ * no two names can alias the same number. */
+static int parse_decorated_number(const char *name, const char *prefix, const char *suffix, uint64_t *ret) {
+        size_t plen = strlen(prefix), slen = strlen(suffix), nlen = strlen(name), dlen;
+        char digits[24];
+
+        if (nlen <= plen + slen || strncmp(name, prefix, plen) != 0 || !streq(name + nlen - slen, suffix))
+                return -EINVAL;
+
+        dlen = nlen - plen - slen;
+        if (dlen >= sizeof digits)
+                return -ERANGE;
+        memcpy(digits, name + plen, dlen);
+        digits[dlen] = '\0';
+
+        if (strspn(digits, "0123456789") != dlen || (digits[0] == '0' && dlen > 1))
+                return -EINVAL;
+        return parse_u64(digits, ret);
+}
+
+static bool is_dir_at(DIR *d, const struct dirent *de) {
+        struct stat st;
+
+        if (de->d_type == DT_DIR)
+                return true;
+        if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
+                return false;
+        return fstatat(dirfd(d), de->d_name, &st, 0) >= 0 && S_ISDIR(st.st_mode);
+}
+
+static gint compare_u64(gconstpointer a, gconstpointer b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static gint compare_int(gconstpointer a, gconstpointer b) {
+        int x = *(const int *) a, y = *(const int *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_t *ret_n) {
+        g_autofree char *path = NULL;
+        g_autoptr(GArray) sizes = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        size_t n;
+
+        if (!sysfs_root || !ret_sizes || !ret_n)
+                return -EINVAL;
+
+        path = g_build_filename(sysfs_root, SYSFS_HUGETLB_DIR, NULL);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+
+        sizes = g_array_new(false, false, sizeof(uint64_t));
+        /* errno is reset per entry so that a NULL from readdir() can tell the end from a failure. */
+        for (errno = 0; (de = readdir(d)); errno = 0) {
+                uint64_t kb;
+
+                if (parse_decorated_number(de->d_name, "hugepages-", "kB", &kb) >= 0 && kb > 0 &&
+                    is_dir_at(d, de))
+                        g_array_append_val(sizes, kb);
+        }
+        if (errno != 0)
+                return -errno;
+
+        g_array_sort(sizes, compare_u64);
+        n = sizes->len;
+        *ret_sizes = (uint64_t *) (void *) g_array_free(TAKE_PTR(sizes), n == 0);
+        *ret_n = n;
+        return 0;
+}
+
+int sysfs_list_pool_nodes(const char *sysfs_root, uint64_t page_size_kb, int **ret_nodes, size_t *ret_n) {
+        g_autofree char *path = NULL, *leaf = NULL;
+        g_autoptr(GArray) nodes = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        size_t n;
+
+        if (!sysfs_root || page_size_kb == 0 || !ret_nodes || !ret_n)
+                return -EINVAL;
+
+        path = g_build_filename(sysfs_root, SYSFS_NODE_DIR, NULL);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+
+        leaf = g_strdup_printf("hugepages/hugepages-%" PRIu64 "kB", page_size_kb);
+        nodes = g_array_new(false, false, sizeof(int));
+        for (errno = 0; (de = readdir(d)); errno = 0) {
+                g_autofree char *pool = NULL;
+                struct stat st;
+                uint64_t node;
+
+                if (parse_decorated_number(de->d_name, "node", "", &node) < 0 || node > INT_MAX)
+                        continue;
+                pool = g_build_filename(de->d_name, leaf, NULL);
+                if (fstatat(dirfd(d), pool, &st, 0) >= 0 && S_ISDIR(st.st_mode)) {
+                        int v = (int) node;
+
+                        g_array_append_val(nodes, v);
+                }
+        }
+        if (errno != 0)
+                return -errno;
+
+        g_array_sort(nodes, compare_int);
+        n = nodes->len;
+        *ret_nodes = (int *) (void *) g_array_free(TAKE_PTR(nodes), n == 0);
+        *ret_n = n;
+        return 0;
+}
+
+static char *pool_file_path(const char *sysfs_root, uint64_t page_size_kb, int node, const char *file) {
+        g_autofree char *leaf = NULL, *node_name = NULL;
+
+        if (!sysfs_root || page_size_kb == 0 || node < POOL_NODE_ANY)
+                return NULL;
+
+        leaf = g_strdup_printf("hugepages-%" PRIu64 "kB", page_size_kb);
+        if (node == POOL_NODE_ANY)
+                return g_build_filename(sysfs_root, SYSFS_HUGETLB_DIR, leaf, file, NULL);
+
+        node_name = g_strdup_printf("node%d", node);
+        return g_build_filename(sysfs_root, SYSFS_NODE_DIR, node_name, "hugepages", leaf, file, NULL);
+}
+
+static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int node, const char *file,
+                            uint64_t *ret) {
+        g_autofree char *path = pool_file_path(sysfs_root, page_size_kb, node, file);
+        _cleanup_free_ char *content = NULL;
+        size_t len;
+        int r;
+
+        if (!path)
+                return -EINVAL;
+
+        r = read_small_file(path, &content);
+        if (r < 0)
+                return r;
+
+        len = strlen(content);
+        if (len > 0 && content[len - 1] == '\n')
+                content[len - 1] = '\0';
+        return parse_u64(content, ret) < 0 ? -EBADMSG : 0;
+}
+
+int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {
+        PoolState s;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+
+        r = read_pool_number(sysfs_root, page_size_kb, node, "nr_hugepages", &s.nr);
+        if (r < 0)
+                return r;
+        r = read_pool_number(sysfs_root, page_size_kb, node, "free_hugepages", &s.free);
+        if (r < 0)
+                return r;
+        r = read_pool_number(sysfs_root, page_size_kb, node, "surplus_hugepages", &s.surplus);
+        if (r < 0)
+                return r;
+
+        *ret = s;
+        return 0;
+}
+
+int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t pages,
+                     uint64_t *ret_pages) {
+        g_autofree char *path = pool_file_path(sysfs_root, page_size_kb, node, "nr_hugepages");
+        char value[24];
+        uint64_t got;
+        int r;
+
+        if (!path || !ret_pages)
+                return -EINVAL;
+
+        snprintf(value, sizeof value, "%" PRIu64, pages);
+        r = write_small_file(path, value);
+        if (r < 0)
+                return r;
+
+        r = read_pool_number(sysfs_root, page_size_kb, node, "nr_hugepages", &got);
+        if (r < 0)
+                return r;
+
+        *ret_pages = got;
+        return 0;
+}
+
+int procfs_compact_memory(const char *procfs_root) {
+        g_autofree char *path = NULL;
+
+        if (!procfs_root)
+                return -EINVAL;
+
+        path = g_build_filename(procfs_root, "sys", "vm", "compact_memory", NULL);
+        return write_small_file(path, "1");
+}
