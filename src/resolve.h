@@ -61,6 +61,7 @@ typedef struct Target {
         Source source[_KNOB_MAX];
         PoolTarget pools[RESOLVE_MAX_POOLS];
         size_t n_pools;
+        bool pools_truncated; /* more (size, node) pairs than RESOLVE_MAX_POOLS */
 } Target;
 
 /* Per knob: override > strictest of (active policies, mitigation) > baseline. Pools: baseline +

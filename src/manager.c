@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "log.h"
+#include "manager-bus.h"
+#include "manager.h"
+#include "pools.h"
+#include "sysfs.h"
+#include "util.h"
+
+static void policy_runtime_free(gpointer p) {
+        PolicyRuntime *r = p;
+
+        if (!r)
+                return;
+        g_free(r->name);
+        g_ptr_array_unref(r->units);
+        g_free(r);
+}
+
+static void pool_status_clear(gpointer p) {
+        PoolStatus *s = p;
+
+        g_clear_pointer(&s->shortfall, g_free);
+}
+
+static void policy_free_void(gpointer p) {
+        policy_free(p);
+}
+
+static void policy_file_free_void(gpointer p) {
+        policy_file_free(p);
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void unset_knobs(KnobValue *values) {
+        FOREACH_KNOB(k)
+                values[k] = KNOB_VALUE_UNSET;
+}
+
+int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
+        Manager *m = g_new0(Manager, 1);
+
+        m->event = sd_event_ref(event);
+        m->options = *options;
+        m->sysfs_root = g_strdup(options->sysfs_root);
+        m->procfs_root = g_strdup(options->procfs_root);
+        m->runtime_dir = g_strdup(options->runtime_dir);
+        m->config_path = g_strdup(options->config_path);
+        m->policy_dirs = g_strdupv(options->policy_dirs);
+        m->options.sysfs_root = m->sysfs_root;
+        m->options.procfs_root = m->procfs_root;
+        m->options.runtime_dir = m->runtime_dir;
+        m->options.config_path = m->config_path;
+        m->options.policy_dirs = m->policy_dirs;
+
+        settings_init(&m->settings);
+        m->policies = g_ptr_array_new_with_free_func(policy_free_void);
+        m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
+        m->policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free);
+        m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
+        g_array_set_clear_func(m->pools, pool_status_clear);
+        m->needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        m->seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        baseline_init(&m->baseline);
+        unset_knobs(m->applied);
+        unset_knobs(m->override);
+        unset_knobs(m->mitigation);
+
+        *ret = m;
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+
+        manager_bus_free(m);
+        unit_tracker_free(m->units);
+        sd_event_source_disable_unref(m->sigterm);
+        sd_event_source_disable_unref(m->sigint);
+        sd_event_source_disable_unref(m->sighup);
+        sd_event_source_disable_unref(m->grace_timer);
+        sd_event_source_disable_unref(m->override_timer);
+        if (m->bus)
+                sd_bus_flush_close_unref(m->bus);
+        g_ptr_array_unref(m->policies);
+        g_ptr_array_unref(m->policy_files);
+        g_hash_table_destroy(m->policy_runtime);
+        g_array_unref(m->pools);
+        g_hash_table_destroy(m->needs_restart);
+        g_hash_table_destroy(m->seen_wanted);
+        g_free(m->status);
+        g_free(m->sysfs_root);
+        g_free(m->procfs_root);
+        g_free(m->runtime_dir);
+        g_free(m->config_path);
+        g_strfreev(m->policy_dirs);
+        sd_event_unref(m->event);
+        g_free(m);
+        return NULL;
+}
+
+GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
+        GPtrArray *found = g_ptr_array_new();
+
+        for (guint i = 0; i < m->policies->len; i++) {
+                Policy *p = g_ptr_array_index(m->policies, i);
+
+                if (policy_matches_unit(p, unit))
+                        g_ptr_array_add(found, p);
+        }
+        return found;
+}
+
+static bool unit_filter(const char *unit, void *userdata) {
+        Manager *m = userdata;
+
+        for (guint i = 0; i < m->policies->len; i++)
+                if (policy_matches_unit(g_ptr_array_index(m->policies, i), unit))
+                        return true;
+        return false;
+}
+
+static void on_units_changed(UnitTracker *t, void *userdata) {
+        manager_apply(userdata);
+}
+
+static int load_settings(Manager *m) {
+        g_auto(GStrv) default_paths = NULL;
+        Diagnostics diag;
+        int r;
+
+        settings_init(&m->settings);
+        diagnostics_init(&diag);
+        if (m->config_path) {
+                const char *paths[] = { m->config_path, NULL };
+                r = settings_load_files(&m->settings, paths, &diag);
+        } else {
+                r = settings_default_paths(&default_paths);
+                if (r >= 0)
+                        r = settings_load_files(&m->settings, (const char *const *) default_paths, &diag);
+        }
+        diagnostics_log(&diag);
+        diagnostics_clear(&diag);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the daemon settings: %s", strerror(-r));
+
+        if (m->settings.log_level >= 0)
+                log_set_max_level(m->settings.log_level);
+        return 0;
+}
+
+static void load_policies(Manager *m) {
+        const char *const *dirs = m->policy_dirs ? (const char *const *) m->policy_dirs : policy_default_dirs;
+        g_autoptr(GPtrArray) files = NULL;
+        g_autoptr(GPtrArray) policies = NULL;
+        Diagnostics diag;
+        int r;
+
+        diagnostics_init(&diag);
+        r = policy_dirs_enumerate(dirs, &diag, &files);
+        if (r >= 0)
+                r = policy_dirs_load(dirs, NULL, &policies);
+        diagnostics_log(&diag);
+        diagnostics_clear(&diag);
+        if (r < 0) {
+                log_error_errno(r, "Cannot read the policy directories, keeping the previous policies: %s", strerror(-r));
+                return;
+        }
+
+        g_ptr_array_unref(m->policies);
+        m->policies = TAKE_PTR(policies);
+        g_ptr_array_unref(m->policy_files);
+        m->policy_files = TAKE_PTR(files);
+        log_info("Loaded %u policy file(s).", m->policies->len);
+}
+
+static void record_pool_baselines(Manager *m, Baseline *b) {
+        _cleanup_free_ uint64_t *sizes = NULL;
+        size_t n_sizes = 0;
+
+        if (sysfs_list_hugetlb_sizes(m->sysfs_root, &sizes, &n_sizes) < 0)
+                return;
+        for (size_t i = 0; i < n_sizes; i++) {
+                PoolState state;
+
+                if (baseline_find_pool(b, sizes[i], POOL_NODE_ANY))
+                        continue;
+                if (sysfs_read_pool(m->sysfs_root, sizes[i], POOL_NODE_ANY, &state) >= 0)
+                        (void) baseline_set_pool(b, sizes[i], POOL_NODE_ANY, state.nr);
+        }
+}
+
+/* A recorded baseline means an earlier thpd wrote knobs and may have died before restoring:
+ * whatever differs from the record now is ours to put back. */
+static int setup_baseline(Manager *m) {
+        KnobValue current[_KNOB_MAX];
+        Baseline recorded;
+        bool reused;
+        int r;
+
+        sysfs_probe_knobs(m->sysfs_root, m->present);
+        FOREACH_KNOB(k) {
+                current[k] = KNOB_VALUE_UNSET;
+                if (m->present[k] && sysfs_read_knob(m->sysfs_root, k, &current[k]) < 0)
+                        m->present[k] = false;
+        }
+
+        r = baseline_load(m->runtime_dir, &recorded);
+        reused = r >= 0;
+        if (r == -EBADMSG)
+                log_warning("Ignoring an unreadable baseline record in %s; recording the current values.", m->runtime_dir);
+        else if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Cannot read the baseline record in %s (%s); recording the current values.",
+                                  m->runtime_dir, strerror(-r));
+        if (!reused)
+                baseline_init(&recorded);
+
+        FOREACH_KNOB(k) {
+                if (!m->present[k])
+                        continue;
+                if (recorded.knobs[k] == KNOB_VALUE_UNSET)
+                        recorded.knobs[k] = current[k];
+                m->applied[k] = current[k];
+        }
+        record_pool_baselines(m, &recorded);
+
+        r = baseline_save(m->runtime_dir, &recorded);
+        if (r < 0)
+                log_warning_errno(r, "Cannot record the baseline in %s (%s): a crash would lose it.",
+                                  m->runtime_dir, strerror(-r));
+
+        m->baseline = recorded;
+        FOREACH_KNOB(k)
+                m->owned[k] = m->present[k] && current[k] != recorded.knobs[k];
+        for (size_t i = 0; i < m->baseline.n_pools; i++) {
+                const PoolBaseline *p = &m->baseline.pools[i];
+                PoolState state;
+
+                m->pool_owned[i] = sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) >= 0 &&
+                                   state.nr != p->pages;
+        }
+
+        if (reused)
+                log_info("Reusing the baseline recorded in %s by an earlier run.", m->runtime_dir);
+        return 0;
+}
+
+/* Values thpd.conf pins are part of the baseline and enforced even with no policy active. */
+static void effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
+        FOREACH_KNOB(k) {
+                out[k] = m->present[k] ? m->baseline.knobs[k] : KNOB_VALUE_UNSET;
+                if (m->present[k] && m->settings.baseline[k] != KNOB_VALUE_UNSET)
+                        out[k] = m->settings.baseline[k];
+        }
+}
+
+static PolicyRuntime *policy_runtime(Manager *m, const Policy *p) {
+        PolicyRuntime *r = g_hash_table_lookup(m->policy_runtime, p->name);
+
+        if (!r) {
+                r = g_new0(PolicyRuntime, 1);
+                r->name = g_strdup(p->name);
+                r->units = g_ptr_array_new_with_free_func(g_free);
+                g_hash_table_insert(m->policy_runtime, r->name, r);
+        }
+        return r;
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int on_grace_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_apply(userdata);
+        return 0;
+}
+
+static void arm_grace_timer(Manager *m, uint64_t when) {
+        int r;
+
+        if (when == 0) {
+                if (m->grace_timer)
+                        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!m->grace_timer) {
+                r = sd_event_add_time(m->event, &m->grace_timer, CLOCK_MONOTONIC, when, 0, on_grace_timer, m);
+                if (r < 0)
+                        log_error_errno(r, "Cannot arm the pool grace timer; pools shrink at the next change: %s", strerror(-r));
+                return;
+        }
+        (void) sd_event_source_set_time(m->grace_timer, when);
+        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_ONESHOT);
+}
+
+/* Works out which policies the wanted units activate, and which stopped ones still hold their
+ * pool during the grace period. */
+static GArray *collect_active(Manager *m) {
+        GArray *active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy));
+        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), next_grace = 0;
+        g_autoptr(GHashTable) wanted_now = g_hash_table_new(g_str_hash, g_str_equal);
+
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                PolicyRuntime *rt = policy_runtime(m, p);
+                GHashTableIter iter;
+                TrackedUnit *u;
+
+                g_ptr_array_set_size(rt->units, 0);
+                if (units) {
+                        g_hash_table_iter_init(&iter, units);
+                        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u))
+                                if (tracked_unit_is_wanted(u) && policy_matches_unit(p, u->name)) {
+                                        g_ptr_array_add(rt->units, g_strdup(u->name));
+                                        g_hash_table_add(wanted_now, u->name);
+                                        /* Already running when it first counted: its memory was
+                                         * mapped before this policy applied. */
+                                        if (!g_hash_table_contains(m->seen_wanted, u->name) && tracked_unit_is_running(u))
+                                                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                                }
+                }
+                g_ptr_array_sort(rt->units, compare_strings);
+
+                if (rt->units->len > 0) {
+                        ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
+
+                        rt->active = true;
+                        rt->pool_grace_until = 0;
+                        g_array_append_val(active, a);
+                        continue;
+                }
+
+                if (rt->active && p->has_pool && m->settings.pool_grace_usec > 0)
+                        rt->pool_grace_until = now + m->settings.pool_grace_usec;
+                rt->active = false;
+
+                if (rt->pool_grace_until > now) {
+                        ActivePolicy a = { .policy = p, .unit = NULL, .pool_only = true };
+
+                        g_array_append_val(active, a);
+                        if (next_grace == 0 || rt->pool_grace_until < next_grace)
+                                next_grace = rt->pool_grace_until;
+                } else
+                        rt->pool_grace_until = 0;
+        }
+
+        /* Units no longer wanted start afresh: their next start maps memory under the policy. */
+        g_hash_table_remove_all(m->seen_wanted);
+        GHashTableIter iter;
+        const char *name;
+        g_hash_table_iter_init(&iter, wanted_now);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                g_hash_table_add(m->seen_wanted, g_strdup(name));
+        g_hash_table_iter_init(&iter, m->needs_restart);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(wanted_now, name))
+                        g_hash_table_iter_remove(&iter);
+
+        arm_grace_timer(m, next_grace);
+        return active;
+}
+
+const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size) {
+        const Source *s = &m->target.source[k];
+
+        switch (s->kind) {
+        case SOURCE_POLICY:
+                snprintf(buf, size, "%s for %s", s->policy->path, s->unit);
+                break;
+        case SOURCE_BASELINE:
+                snprintf(buf, size, "baseline, no policy votes");
+                break;
+        case SOURCE_MITIGATION:
+                snprintf(buf, size, "storm mitigation");
+                break;
+        case SOURCE_OVERRIDE:
+                snprintf(buf, size, "admin override");
+                break;
+        default:
+                snprintf(buf, size, "no source");
+        }
+        return buf;
+}
+
+static void apply_knobs(Manager *m, GArray *changes) {
+        bool baseline_dirty = false;
+
+        FOREACH_KNOB(k) {
+                KnobValue want = m->target.value[k], cur;
+                bool from_baseline = m->target.source[k].kind == SOURCE_BASELINE;
+                char a[24], b[24], reason[PATH_MAX + 128];
+                int r;
+
+                if (want == KNOB_VALUE_UNSET)
+                        continue;
+                if (!m->present[k]) {
+                        if (!from_baseline)
+                                log_debug("%s: not on this kernel, ignoring the vote (%s)", knob_name(k),
+                                          manager_knob_reason(m, k, reason, sizeof reason));
+                        continue;
+                }
+
+                r = sysfs_read_knob(m->sysfs_root, k, &cur);
+                if (r < 0) {
+                        log_error_errno(r, "%s: cannot read: %s", knob_name(k), strerror(-r));
+                        continue;
+                }
+
+                /* Nobody votes and thpd never moved it: the admin owns it, and the baseline
+                 * follows what they set. */
+                if (from_baseline && !m->owned[k] && m->settings.baseline[k] == KNOB_VALUE_UNSET) {
+                        if (cur != m->baseline.knobs[k]) {
+                                log_info("%s: now %s, set outside thpd; taking it as the baseline", knob_name(k),
+                                         knob_value_to_string(k, cur, a));
+                                m->baseline.knobs[k] = cur;
+                                baseline_dirty = true;
+                        }
+                        m->applied[k] = cur;
+                        continue;
+                }
+
+                if (cur != want) {
+                        r = sysfs_write_knob(m->sysfs_root, k, want);
+                        if (r < 0) {
+                                log_error_errno(r, "%s: cannot set %s (%s): %s", knob_name(k),
+                                                knob_value_to_string(k, want, a),
+                                                manager_knob_reason(m, k, reason, sizeof reason), strerror(-r));
+                                (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
+                                continue;
+                        }
+                        manager_knob_reason(m, k, reason, sizeof reason);
+                        log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, cur, a),
+                                 knob_value_to_string(k, want, b), reason);
+                        KnobChange change = { .knob = k, .old_value = cur, .new_value = want, .reason = g_strdup(reason) };
+                        g_array_append_val(changes, change);
+                }
+                m->applied[k] = want;
+                m->owned[k] = !from_baseline || want != m->baseline.knobs[k];
+        }
+
+        if (baseline_dirty) {
+                int r = baseline_save(m->runtime_dir, &m->baseline);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot update the baseline record: %s", strerror(-r));
+        }
+}
+
+static void apply_pools(Manager *m) {
+        PoolRoots roots = { .sysfs_root = m->sysfs_root, .procfs_root = m->procfs_root };
+        PoolOps ops = pool_ops_sysfs(&roots);
+
+        g_array_set_size(m->pools, 0);
+        for (size_t i = 0; i < m->target.n_pools; i++) {
+                const PoolTarget *t = &m->target.pools[i];
+                const PoolBaseline *b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
+                size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
+                PoolStatus status = { .page_size_kb = t->page_size_kb, .node = t->node, .target = t->pages };
+                PoolState state;
+                PoolResult res;
+                char size[24];
+                int r;
+
+                format_page_size(t->page_size_kb, size);
+                if (!b && t->node == POOL_NODE_ANY) {
+                        status.shortfall = g_strdup_printf("this kernel has no %s hugetlb pages", size);
+                        g_array_append_val(m->pools, status);
+                        continue;
+                }
+                if (!b) {
+                        /* A per-node pool: record its baseline on first use. */
+                        if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) < 0 ||
+                            baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) < 0) {
+                                status.shortfall = g_strdup_printf("no %s pool on NUMA node %d", size, t->node);
+                                g_array_append_val(m->pools, status);
+                                continue;
+                        }
+                        (void) baseline_save(m->runtime_dir, &m->baseline);
+                        b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
+                        bi = (size_t) (b - m->baseline.pools);
+                        status.target = state.nr + t->requested;
+                }
+
+                r = sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state);
+                if (r < 0) {
+                        status.shortfall = g_strdup_printf("cannot read the pool: %s", strerror(-r));
+                        g_array_append_val(m->pools, status);
+                        continue;
+                }
+
+                if (t->requested == 0 && !m->pool_owned[bi]) {
+                        /* Not ours: follow the admin, as with knobs. */
+                        if (state.nr != b->pages)
+                                (void) baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr);
+                        status.target = state.nr;
+                } else if (state.nr != status.target) {
+                        r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
+                        if (r < 0) {
+                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages: %s", size, status.target, strerror(-r));
+                                status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
+                        } else if (res.allocated < status.target) {
+                                status.shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)",
+                                                                   res.allocated, status.target, res.attempts);
+                                log_warning("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages, %" PRIu64 " short of %" PRIu64
+                                            " after %u attempt(s) and %u compaction(s)",
+                                            size, state.nr, res.allocated, status.target - res.allocated, status.target,
+                                            res.attempts, res.compactions);
+                        } else
+                                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%u polic%s)", size, state.nr,
+                                         res.allocated, t->n_policies, t->n_policies == 1 ? "y" : "ies");
+                        m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
+                } else
+                        m->pool_owned[bi] = t->requested > 0;
+
+                if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) >= 0) {
+                        status.allocated = state.nr;
+                        status.free = state.free;
+                }
+                g_array_append_val(m->pools, status);
+        }
+}
+
+static void update_status(Manager *m) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        unsigned n_active = 0;
+        GHashTableIter iter;
+        PolicyRuntime *rt;
+        char buf[24], buf2[24];
+
+        g_hash_table_iter_init(&iter, m->policy_runtime);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
+                n_active += rt->active;
+
+        g_string_append_printf(s, "enabled=%s defrag=%s; %u active polic%s",
+                               knob_value_to_string(KNOB_ENABLED, m->applied[KNOB_ENABLED], buf),
+                               knob_value_to_string(KNOB_DEFRAG, m->applied[KNOB_DEFRAG], buf2),
+                               n_active, n_active == 1 ? "y" : "ies");
+        if (m->units && !unit_tracker_is_ready(m->units))
+                g_string_append(s, "; waiting for the systemd manager");
+        if (g_hash_table_size(m->needs_restart) > 0)
+                g_string_append_printf(s, "; %u unit(s) need a restart", g_hash_table_size(m->needs_restart));
+
+        if (!streq_ptr(m->status, s->str)) {
+                g_free(m->status);
+                m->status = g_strdup(s->str);
+                (void) sd_notifyf(false, "STATUS=%s", m->status);
+        }
+}
+
+static void knob_change_clear(gpointer p) {
+        KnobChange *c = p;
+
+        g_free(c->reason);
+}
+
+void manager_apply(Manager *m) {
+        g_autoptr(GArray) active = collect_active(m);
+        g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
+        KnobValue baseline[_KNOB_MAX];
+        PoolBaseline pool_baseline[RESOLVE_MAX_POOLS];
+        ResolveInput in;
+
+        g_array_set_clear_func(changes, knob_change_clear);
+        effective_baseline(m, baseline);
+        memcpy(pool_baseline, m->baseline.pools, sizeof(PoolBaseline) * m->baseline.n_pools);
+
+        in = (ResolveInput) {
+                .baseline = baseline,
+                .active = (const ActivePolicy *) active->data,
+                .n_active = active->len,
+                .mitigation = m->mitigation,
+                .override = m->override,
+                .pool_baseline = pool_baseline,
+                .n_pool_baseline = m->baseline.n_pools,
+        };
+        resolve(&in, &m->target);
+        if (m->target.pools_truncated)
+                log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
+
+        apply_knobs(m, changes);
+        apply_pools(m);
+        m->applied_once = true;
+        m->apply_generation++;
+        update_status(m);
+
+        if (!m->ready_sent && m->units && unit_tracker_is_ready(m->units)) {
+                (void) sd_notify(false, "READY=1");
+                m->ready_sent = true;
+        }
+        manager_bus_after_apply(m, (const KnobChange *) changes->data, changes->len);
+}
+
+int manager_restore(Manager *m) {
+        int failed = 0;
+
+        FOREACH_KNOB(k) {
+                KnobValue want = m->baseline.knobs[k], cur;
+                char a[24], b[24];
+                int r;
+
+                if (!m->present[k] || want == KNOB_VALUE_UNSET)
+                        continue;
+                if (m->settings.baseline[k] != KNOB_VALUE_UNSET)
+                        want = m->settings.baseline[k];
+                r = sysfs_read_knob(m->sysfs_root, k, &cur);
+                if (r >= 0 && cur == want)
+                        continue;
+                r = sysfs_write_knob(m->sysfs_root, k, want);
+                if (r < 0) {
+                        log_error_errno(r, "%s: cannot restore %s: %s", knob_name(k), knob_value_to_string(k, want, a), strerror(-r));
+                        failed = r;
+                        continue;
+                }
+                log_info("%s: %s -> %s (restoring the baseline)", knob_name(k), knob_value_to_string(k, cur, b),
+                         knob_value_to_string(k, want, a));
+        }
+
+        for (size_t i = 0; i < m->baseline.n_pools; i++) {
+                const PoolBaseline *p = &m->baseline.pools[i];
+                PoolState state;
+                uint64_t got;
+                char size[24];
+                int r;
+
+                if (!m->pool_owned[i] || sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
+                    state.nr == p->pages)
+                        continue;
+                r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);
+                format_page_size(p->page_size_kb, size);
+                if (r < 0) {
+                        log_error_errno(r, "hugetlb %s pool: cannot restore %" PRIu64 " pages: %s", size, p->pages, strerror(-r));
+                        failed = r;
+                        continue;
+                }
+                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (restoring the baseline)", size, state.nr, got);
+        }
+        return failed;
+}
+
+static int on_override_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("The admin override expired.");
+        manager_clear_override(m);
+        return 0;
+}
+
+int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t duration_usec) {
+        int r;
+
+        memcpy(m->override, values, sizeof(m->override));
+        m->override_expires_realtime = 0;
+        if (duration_usec > 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+                if (duration_usec > UINT64_MAX - now)
+                        return -ERANGE;
+                m->override_expires_realtime = now_usec(CLOCK_REALTIME) + duration_usec;
+                if (!m->override_timer)
+                        r = sd_event_add_time(m->event, &m->override_timer, CLOCK_MONOTONIC, now + duration_usec, 0,
+                                              on_override_timer, m);
+                else {
+                        r = sd_event_source_set_time(m->override_timer, now + duration_usec);
+                        if (r >= 0)
+                                r = sd_event_source_set_enabled(m->override_timer, SD_EVENT_ONESHOT);
+                }
+                if (r < 0)
+                        return r;
+        } else if (m->override_timer)
+                (void) sd_event_source_set_enabled(m->override_timer, SD_EVENT_OFF);
+
+        manager_apply(m);
+        return 0;
+}
+
+void manager_clear_override(Manager *m) {
+        unset_knobs(m->override);
+        m->override_expires_realtime = 0;
+        if (m->override_timer)
+                (void) sd_event_source_set_enabled(m->override_timer, SD_EVENT_OFF);
+        manager_apply(m);
+}
+
+int manager_reload(Manager *m) {
+        log_info("Reloading policies and settings.");
+        (void) sd_notify(false, "RELOADING=1");
+        (void) load_settings(m);
+        load_policies(m);
+        if (m->units)
+                (void) unit_tracker_rescan(m->units);
+        manager_apply(m);
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        return manager_reload(userdata);
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(m->event, 0);
+}
+
+static int connect_bus(Manager *m) {
+        int r;
+
+        r = m->options.user ? sd_bus_open_user(&m->bus) : sd_bus_open_system(&m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the %s bus: %s", m->options.user ? "session" : "system", strerror(-r));
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Cannot attach the bus to the event loop: %s", strerror(-r));
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        int r;
+
+        r = load_settings(m);
+        if (r < 0)
+                return r;
+        load_policies(m);
+
+        r = setup_baseline(m);
+        if (r < 0)
+                return r;
+
+        r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_terminate, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_terminate, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch signals: %s", strerror(-r));
+
+        /* Only wakes the loop when WatchdogSec= is set. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enable the watchdog: %s", strerror(-r));
+
+        r = connect_bus(m);
+        if (r < 0)
+                return r;
+        r = manager_bus_register(m);
+        if (r < 0)
+                return r;
+        r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
+        if (r < 0)
+                return r;
+
+        /* Apply the baseline at once: whatever systemd says later, the machine is in a known state. */
+        manager_apply(m);
+
+        return unit_tracker_start(m->units);
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "baseline.h"
+#include "policy.h"
+#include "resolve.h"
+#include "settings.h"
+#include "units.h"
+
+/* The daemon's state: the policies, the units that activate them, what the kernel reports, and
+ * the one function (manager_apply) that turns them into sysfs writes. */
+
+typedef struct ManagerOptions {
+        const char *sysfs_root;
+        const char *procfs_root;
+        const char *runtime_dir;
+        char **policy_dirs;     /* highest precedence first; NULL: the default search path */
+        const char *config_path;/* NULL: thpd.conf and thpd.conf.d/ */
+        bool user;              /* session bus and the user's systemd manager */
+        bool no_restore;
+} ManagerOptions;
+
+/* Per policy file, what survives from one apply to the next. */
+typedef struct PolicyRuntime {
+        char *name;
+        bool active;
+        uint64_t pool_grace_until; /* CLOCK_MONOTONIC µs; 0: no pool held after a stop */
+        GPtrArray *units;          /* char*: wanted units matching it, sorted */
+} PolicyRuntime;
+
+typedef struct PoolStatus {
+        uint64_t page_size_kb;
+        int node;
+        uint64_t target;
+        uint64_t allocated;
+        uint64_t free;
+        char *shortfall;           /* NULL, or what went wrong */
+} PoolStatus;
+
+typedef struct KnobChange {
+        Knob knob;
+        KnobValue old_value;
+        KnobValue new_value;
+        char *reason;
+} KnobChange;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_bus *bus;
+        ManagerOptions options;
+        char *sysfs_root, *procfs_root, *runtime_dir, *config_path;
+        char **policy_dirs;
+
+        Settings settings;
+        GPtrArray *policies;           /* Policy*, lexical order */
+        GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
+        GHashTable *policy_runtime;    /* name -> PolicyRuntime* */
+        UnitTracker *units;
+
+        bool present[_KNOB_MAX];       /* knobs this kernel has */
+        Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
+        bool owned[_KNOB_MAX];         /* thpd moved the knob away from the baseline */
+        bool pool_owned[RESOLVE_MAX_POOLS]; /* by index into baseline.pools */
+        KnobValue applied[_KNOB_MAX];  /* what the kernel reported after the last apply */
+        KnobValue override[_KNOB_MAX];
+        uint64_t override_expires_realtime; /* 0: until cleared */
+        KnobValue mitigation[_KNOB_MAX];
+        Target target;
+        GArray *pools;                 /* PoolStatus */
+        GHashTable *needs_restart;     /* unit -> policy name */
+        GHashTable *seen_wanted;       /* units already wanted at the last apply */
+
+        sd_event_source *sigterm, *sigint, *sighup;
+        sd_event_source *grace_timer, *override_timer;
+        bool ready_sent;
+        bool applied_once;
+        unsigned apply_generation;
+        char *status;
+
+        void *bus_data;                /* owned by manager-bus.c */
+} Manager;
+
+int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret);
+Manager *manager_free(Manager *m);
+
+/* Loads settings and policies, records or reuses the baseline, connects to the bus. */
+int manager_start(Manager *m);
+
+/* Re-reads policies and thpd.conf (SIGHUP, Reload()). */
+int manager_reload(Manager *m);
+
+/* Resolves and writes what differs. Safe to call any time; cheap when nothing changed. */
+void manager_apply(Manager *m);
+
+/* Writes the baseline back (SIGTERM). Returns 0 when every owned knob and pool was restored. */
+int manager_restore(Manager *m);
+
+/* Policies whose Units= match the unit (borrowed Policy*). */
+GPtrArray *manager_policies_for_unit(Manager *m, const char *unit);
+
+/* Validates and sets an override; an error names the bad knob or value. */
+int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t duration_usec);
+void manager_clear_override(Manager *m);
+
+const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size);

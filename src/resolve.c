@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "resolve.h"
+#include "util.h"
+
+const char *source_kind_to_string(SourceKind k) {
+        static const char *const names[_SOURCE_KIND_MAX] = {
+                [SOURCE_NONE] = "none",
+                [SOURCE_BASELINE] = "baseline",
+                [SOURCE_POLICY] = "policy",
+                [SOURCE_MITIGATION] = "mitigation",
+                [SOURCE_OVERRIDE] = "override",
+        };
+
+        if (k < 0 || k >= _SOURCE_KIND_MAX)
+                return NULL;
+        return names[k];
+}
+
+/* Offers one vote; the stricter value wins and ties keep the earlier voter, so results do not
+ * depend on anything but the (lexically ordered) policy list. */
+static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_enabled,
+                 KnobValue *best, Source *best_source) {
+        if (candidate == KNOB_VALUE_UNSET)
+                return;
+        if (*best == KNOB_VALUE_UNSET ||
+            knob_compare_strictness(k, candidate, *best, global_enabled) < 0) {
+                *best = candidate;
+                *best_source = source;
+        }
+}
+
+static void resolve_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
+        KnobValue best = KNOB_VALUE_UNSET;
+        Source best_source = { .kind = SOURCE_NONE };
+
+        if (in->override && in->override[k] != KNOB_VALUE_UNSET) {
+                t->value[k] = in->override[k];
+                t->source[k] = (Source) { .kind = SOURCE_OVERRIDE };
+                return;
+        }
+
+        for (size_t i = 0; i < in->n_active; i++) {
+                const ActivePolicy *a = &in->active[i];
+
+                if (a->pool_only)
+                        continue;
+                vote(k, a->policy->knobs[k],
+                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
+                     global_enabled, &best, &best_source);
+        }
+
+        if (in->mitigation)
+                vote(k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION }, global_enabled,
+                     &best, &best_source);
+
+        if (best == KNOB_VALUE_UNSET && in->baseline && in->baseline[k] != KNOB_VALUE_UNSET) {
+                best = in->baseline[k];
+                best_source = (Source) { .kind = SOURCE_BASELINE };
+        }
+
+        t->value[k] = best;
+        t->source[k] = best_source;
+}
+
+static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
+        for (size_t i = 0; i < t->n_pools; i++)
+                if (t->pools[i].page_size_kb == page_size_kb && t->pools[i].node == node)
+                        return &t->pools[i];
+
+        if (t->n_pools >= RESOLVE_MAX_POOLS)
+                return NULL;
+
+        t->pools[t->n_pools] = (PoolTarget) { .page_size_kb = page_size_kb, .node = node };
+        return &t->pools[t->n_pools++];
+}
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void resolve(const ResolveInput *in, Target *ret) {
+        *ret = (Target) {};
+
+        /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
+        resolve_knob(in, KNOB_ENABLED, KNOB_VALUE_UNSET, ret);
+        for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++)
+                resolve_knob(in, k, ret->value[KNOB_ENABLED], ret);
+
+        for (size_t i = 0; i < in->n_pool_baseline; i++) {
+                const PoolBaseline *b = &in->pool_baseline[i];
+                PoolTarget *p = pool_slot(ret, b->page_size_kb, b->node);
+
+                if (!p) {
+                        ret->pools_truncated = true;
+                        continue;
+                }
+                p->baseline = b->pages;
+        }
+
+        for (size_t i = 0; i < in->n_active; i++) {
+                const Policy *policy = in->active[i].policy;
+                PoolTarget *p;
+
+                if (!policy->has_pool)
+                        continue;
+                p = pool_slot(ret, policy->pool.page_size_kb, policy->pool.node);
+                if (!p) {
+                        ret->pools_truncated = true;
+                        continue;
+                }
+                p->requested = add_saturating(p->requested, policy->pool.pages);
+                p->n_policies++;
+        }
+
+        for (size_t i = 0; i < ret->n_pools; i++)
+                ret->pools[i].pages = add_saturating(ret->pools[i].baseline, ret->pools[i].requested);
+}
+
+const PoolTarget *target_find_pool(const Target *t, uint64_t page_size_kb, int node) {
+        for (size_t i = 0; i < t->n_pools; i++)
+                if (t->pools[i].page_size_kb == page_size_kb && t->pools[i].node == node)
+                        return &t->pools[i];
+        return NULL;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ini.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "log.h"
+#include "settings.h"
+#include "util.h"
+
+void settings_init(Settings *c) {
+        *c = (Settings) {
+                .restore_on_exit = true,
+                .pool_grace_usec = SETTINGS_DEFAULT_POOL_GRACE_USEC,
+                .pool_alloc_retries = SETTINGS_DEFAULT_POOL_ALLOC_RETRIES,
+                .log_level = -1,
+        };
+        FOREACH_KNOB(k)
+                c->baseline[k] = KNOB_VALUE_UNSET;
+}
+
+static int parse_boolean(const char *s) {
+        if (streq(s, "yes") || streq(s, "true") || streq(s, "on") || streq(s, "1"))
+                return 1;
+        if (streq(s, "no") || streq(s, "false") || streq(s, "off") || streq(s, "0"))
+                return 0;
+        return -EINVAL;
+}
+
+typedef struct ParseState {
+        Settings *settings;
+        const char *path;
+        Diagnostics *diag;
+} ParseState;
+
+static int daemon_setting(ParseState *s, const char *key, const char *value) {
+        Settings *c = s->settings;
+        uint64_t n;
+        int r;
+
+        if (streq(key, "RestoreOnExit")) {
+                r = parse_boolean(value);
+                if (r < 0)
+                        goto invalid;
+                c->restore_on_exit = r;
+        } else if (streq(key, "PoolGracePeriod")) {
+                if (parse_duration_usec(value, &n) < 0)
+                        goto invalid;
+                c->pool_grace_usec = n;
+        } else if (streq(key, "PoolAllocRetries")) {
+                if (parse_u64(value, &n) < 0 || n > SETTINGS_MAX_POOL_ALLOC_RETRIES)
+                        goto invalid;
+                c->pool_alloc_retries = (unsigned) n;
+        } else if (streq(key, "LogLevel")) {
+                r = log_level_from_string(value);
+                if (r < 0)
+                        goto invalid;
+                c->log_level = r;
+        } else
+                return -ENOENT;
+        return 0;
+
+invalid:
+        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, 0, "invalid value for %s=: \"%s\"", key, value);
+        return 0;
+}
+
+static int baseline_setting(ParseState *s, const char *policy_section, const char *key, const char *value) {
+        char accepted[96];
+        Knob k;
+        int r;
+
+        if (knob_from_policy_key(policy_section, key, &k) < 0)
+                return -ENOENT;
+
+        r = knob_value_from_string(k, value, &s->settings->baseline[k]);
+        if (r < 0)
+                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, 0,
+                                "invalid value for %s=: \"%s\" (accepted: %s)",
+                                key, value, knob_describe_values(k, accepted));
+        return 0;
+}
+
+static int handler(void *userdata, const char *section, const char *key, const char *value) {
+        ParseState *s = userdata;
+        int r = -ENOENT;
+
+        if (streq(section, "Daemon"))
+                r = daemon_setting(s, key, value);
+        else if (streq(section, "BaselineTransparentHugePages"))
+                r = baseline_setting(s, "TransparentHugePages", key, value);
+        else if (streq(section, "BaselineKhugepaged"))
+                r = baseline_setting(s, "Khugepaged", key, value);
+        else if (streq(section, "Storm"))
+                r = 0; /* handled by the storm watcher's own parser */
+
+        if (r == -ENOENT)
+                diagnostics_add(s->diag, DIAGNOSTIC_WARNING, s->path, 0,
+                                "unknown setting [%s] %s=, ignored", section, key);
+        return 1;
+}
+
+int settings_load_files(Settings *c, const char *const *paths, Diagnostics *diag) {
+        for (size_t i = 0; paths && paths[i]; i++) {
+                ParseState state = { .settings = c, .path = paths[i], .diag = diag };
+                _cleanup_fclose_ FILE *f = NULL;
+                int r;
+
+                f = fopen(paths[i], "re");
+                if (!f) {
+                        if (errno == ENOENT)
+                                continue;
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], 0, "cannot open: %s", strerror(errno));
+                        continue;
+                }
+
+                r = ini_parse_file(f, handler, &state);
+                if (r > 0)
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], (unsigned) r, "syntax error");
+        }
+        return 0;
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int settings_default_paths(char ***ret) {
+        g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *dropin_dir = g_build_filename(THPD_SYSCONFDIR, "thpd", "thpd.conf.d", NULL);
+        g_autoptr(GDir) dir = NULL;
+        g_autoptr(GPtrArray) dropins = g_ptr_array_new_with_free_func(g_free);
+        const char *name;
+
+        g_ptr_array_add(paths, g_build_filename(THPD_SYSCONFDIR, "thpd", "thpd.conf", NULL));
+
+        dir = g_dir_open(dropin_dir, 0, NULL);
+        while (dir && (name = g_dir_read_name(dir)))
+                if (g_str_has_suffix(name, ".conf"))
+                        g_ptr_array_add(dropins, g_build_filename(dropin_dir, name, NULL));
+        g_ptr_array_sort(dropins, compare_strings);
+        for (guint i = 0; i < dropins->len; i++)
+                g_ptr_array_add(paths, g_strdup(g_ptr_array_index(dropins, i)));
+
+        g_ptr_array_add(paths, NULL);
+        *ret = (char **) g_ptr_array_free(TAKE_PTR(paths), FALSE);
+        return 0;
+}

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "log.h"
+#include "units.h"
+#include "util.h"
+
+#define SYSTEMD_SERVICE "org.freedesktop.systemd1"
+#define SYSTEMD_PATH "/org/freedesktop/systemd1"
+#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
+#define SYSTEMD_UNIT "org.freedesktop.systemd1.Unit"
+#define SYSTEMD_JOB "org.freedesktop.systemd1.Job"
+
+#define RETRY_USEC (5 * UINT64_C(1000000))
+
+struct UnitTracker {
+        sd_bus *bus;
+        sd_event *event;
+        UnitFilter filter;
+        UnitsChanged changed;
+        void *userdata;
+
+        GHashTable *units;       /* name -> TrackedUnit* */
+        GHashTable *by_path;     /* path -> TrackedUnit* (borrowed) */
+
+        sd_bus_slot *match_slots[6];
+        sd_event_source *retry;
+        bool ready;
+        bool warned_unavailable;
+        unsigned generation;     /* bumps on every (re-)enumeration to drop stale replies */
+};
+
+static void tracked_unit_free(gpointer p) {
+        TrackedUnit *u = p;
+
+        if (!u)
+                return;
+        g_free(u->name);
+        g_free(u->path);
+        g_free(u->active_state);
+        g_free(u);
+}
+
+bool tracked_unit_is_wanted(const TrackedUnit *u) {
+        if (u->start_job != 0)
+                return true;
+        return u->active_state &&
+               (streq(u->active_state, "activating") || streq(u->active_state, "active") ||
+                streq(u->active_state, "reloading"));
+}
+
+bool tracked_unit_is_running(const TrackedUnit *u) {
+        return u->start_job == 0 && u->active_state &&
+               (streq(u->active_state, "active") || streq(u->active_state, "reloading"));
+}
+
+GHashTable *unit_tracker_units(const UnitTracker *t) {
+        return t->units;
+}
+
+bool unit_tracker_is_ready(const UnitTracker *t) {
+        return t->ready;
+}
+
+static void notify_changed(UnitTracker *t) {
+        if (t->ready && t->changed)
+                t->changed(t, t->userdata);
+}
+
+static TrackedUnit *track(UnitTracker *t, const char *name, const char *path) {
+        TrackedUnit *u = g_hash_table_lookup(t->units, name);
+        _cleanup_free_ char *encoded = NULL;
+
+        /* systemd derives a unit's object path from its name, so a unit first seen in JobNew can
+         * still be matched against later PropertiesChanged signals. */
+        if (!path && (!u || !u->path) &&
+            sd_bus_path_encode("/org/freedesktop/systemd1/unit", name, &encoded) >= 0)
+                path = encoded;
+
+        if (!u) {
+                u = g_new0(TrackedUnit, 1);
+                u->name = g_strdup(name);
+                g_hash_table_insert(t->units, u->name, u);
+        }
+        if (path && !streq_ptr(u->path, path)) {
+                if (u->path)
+                        g_hash_table_remove(t->by_path, u->path);
+                g_free(u->path);
+                u->path = g_strdup(path);
+                g_hash_table_insert(t->by_path, u->path, u);
+        }
+        return u;
+}
+
+static void untrack(UnitTracker *t, TrackedUnit *u) {
+        if (u->path)
+                g_hash_table_remove(t->by_path, u->path);
+        g_hash_table_remove(t->units, u->name);
+}
+
+static void set_active_state(TrackedUnit *u, const char *state) {
+        g_free(u->active_state);
+        u->active_state = g_strdup(state);
+}
+
+/* Per-call context for replies that concern one unit; freed by the slot's destroy callback so
+ * calls still in flight at exit do not leak. */
+typedef struct UnitCall {
+        UnitTracker *tracker;
+        char *unit;
+        uint32_t job;
+        unsigned generation;
+} UnitCall;
+
+static void unit_call_free(void *p) {
+        UnitCall *c = p;
+
+        if (!c)
+                return;
+        g_free(c->unit);
+        g_free(c);
+}
+
+static int call_for_unit(UnitTracker *t, const char *unit, uint32_t job, const char *path,
+                         const char *interface, const char *property, sd_bus_message_handler_t handler) {
+        sd_bus_slot *slot = NULL;
+        UnitCall *c;
+        int r;
+
+        c = g_new0(UnitCall, 1);
+        *c = (UnitCall) { .tracker = t, .unit = g_strdup(unit), .job = job, .generation = t->generation };
+
+        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties",
+                                     "Get", handler, c, "ss", interface, property);
+        if (r < 0) {
+                unit_call_free(c);
+                return r;
+        }
+        sd_bus_slot_set_destroy_callback(slot, unit_call_free);
+        sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+        return 0;
+}
+
+static int read_string_variant(sd_bus_message *m, const char **ret) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'v', "s");
+        if (r < 0)
+                return r;
+        return sd_bus_message_read(m, "s", ret);
+}
+
+static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitCall *c = userdata;
+        UnitTracker *t = c->tracker;
+        const char *state;
+        TrackedUnit *u;
+
+        if (c->generation != t->generation || sd_bus_message_is_method_error(m, NULL))
+                return 0;
+        u = g_hash_table_lookup(t->units, c->unit);
+        if (!u || read_string_variant(m, &state) < 0)
+                return 0;
+        /* A PropertiesChanged may have overtaken this reply; only fill in what is unknown. */
+        if (!u->active_state) {
+                set_active_state(u, state);
+                notify_changed(t);
+        }
+        return 0;
+}
+
+static bool job_type_is_start(const char *type) {
+        return streq(type, "start") || streq(type, "restart") || streq(type, "try-restart") ||
+               streq(type, "reload-or-start") || streq(type, "verify-active");
+}
+
+static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitCall *c = userdata;
+        UnitTracker *t = c->tracker;
+        const char *type;
+        TrackedUnit *u;
+
+        /* An error means the job already finished; JobRemoved has told us all we need. */
+        if (c->generation != t->generation || sd_bus_message_is_method_error(m, NULL))
+                return 0;
+        u = g_hash_table_lookup(t->units, c->unit);
+        if (!u || read_string_variant(m, &type) < 0)
+                return 0;
+        if (job_type_is_start(type)) {
+                if (u->start_job != c->job) {
+                        u->start_job = c->job;
+                        notify_changed(t);
+                }
+        } else if (u->start_job == c->job) {
+                log_debug("%s: job %u is a %s job, not a start", u->name, c->job, type);
+                u->start_job = 0;
+                notify_changed(t);
+        }
+        return 0;
+}
+
+static int on_unit_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *name, *path;
+        TrackedUnit *u;
+
+        if (sd_bus_message_read(m, "so", &name, &path) < 0 || !t->filter(name, t->userdata))
+                return 0;
+        u = track(t, name, path);
+        if (!u->active_state)
+                (void) call_for_unit(t, name, 0, path, SYSTEMD_UNIT, "ActiveState", on_active_state_reply);
+        return 0;
+}
+
+static int on_unit_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *name, *path;
+        TrackedUnit *u;
+
+        if (sd_bus_message_read(m, "so", &name, &path) < 0)
+                return 0;
+        u = g_hash_table_lookup(t->units, name);
+        if (!u)
+                return 0;
+        /* Unloaded units are not running; a later UnitNew brings them back. */
+        untrack(t, u);
+        notify_changed(t);
+        return 0;
+}
+
+static int on_job_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *job_path, *name;
+        TrackedUnit *u;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uos", &id, &job_path, &name) < 0 || !t->filter(name, t->userdata))
+                return 0;
+        u = track(t, name, NULL);
+        (void) call_for_unit(t, name, id, job_path, SYSTEMD_JOB, "JobType", on_job_type_reply);
+
+        /* A new job on a unit that is not running is almost always a start. Acting now rather
+         * than after the JobType round trip sets the knobs before a Type=simple service, which
+         * goes straight to "active", runs its main process; the reply corrects a wrong guess. */
+        if (!tracked_unit_is_wanted(u)) {
+                u->start_job = id;
+                log_debug("%s: job %u queued", name, id);
+                notify_changed(t);
+        }
+        return 0;
+}
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *job_path, *name, *result;
+        TrackedUnit *u;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uoss", &id, &job_path, &name, &result) < 0)
+                return 0;
+        u = g_hash_table_lookup(t->units, name);
+        if (!u || u->start_job != id)
+                return 0;
+        u->start_job = 0;
+        log_debug("%s: start job %u %s", name, id, result);
+        notify_changed(t);
+        return 0;
+}
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *interface, *key, *state;
+        TrackedUnit *u;
+        int r;
+
+        u = g_hash_table_lookup(t->by_path, sd_bus_message_get_path(m));
+        if (!u)
+                return 0;
+        if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return 0;
+        while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+                if (sd_bus_message_read(m, "s", &key) < 0)
+                        return 0;
+                if (streq(key, "ActiveState")) {
+                        if (read_string_variant(m, &state) < 0)
+                                return 0;
+                        if (!streq_ptr(u->active_state, state)) {
+                                log_debug("%s: %s", u->name, state);
+                                set_active_state(u, state);
+                                notify_changed(t);
+                        }
+                        return 0;
+                }
+                if (sd_bus_message_skip(m, "v") < 0 || sd_bus_message_exit_container(m) < 0)
+                        return 0;
+        }
+        return 0;
+}
+
+static int schedule_retry(UnitTracker *t);
+
+static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *name, *active, *path, *job_type;
+        uint32_t job_id;
+        int r;
+
+        if (sd_bus_message_is_method_error(m, NULL)) {
+                log_warning("Listing units failed: %s", sd_bus_message_get_error(m)->message);
+                return schedule_retry(t);
+        }
+
+        g_hash_table_remove_all(t->by_path);
+        g_hash_table_remove_all(t->units);
+
+        r = sd_bus_message_enter_container(m, 'a', "(ssssssouso)");
+        if (r < 0)
+                return schedule_retry(t);
+        while ((r = sd_bus_message_read(m, "(ssssssouso)", &name, NULL, NULL, &active, NULL, NULL,
+                                        &path, &job_id, &job_type, NULL)) > 0) {
+                TrackedUnit *u;
+
+                if (!t->filter(name, t->userdata))
+                        continue;
+                u = track(t, name, path);
+                set_active_state(u, active);
+                if (job_id != 0 && job_type_is_start(job_type))
+                        u->start_job = job_id;
+        }
+        if (r < 0)
+                return schedule_retry(t);
+
+        if (!t->ready)
+                log_info("Following the systemd manager: %u unit(s) match a policy", g_hash_table_size(t->units));
+        t->ready = true;
+        t->warned_unavailable = false;
+        notify_changed(t);
+        return 0;
+}
+
+static int list_units(UnitTracker *t) {
+        t->generation++;
+        return sd_bus_call_method_async(t->bus, NULL, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                        "ListUnits", on_list_units_reply, t, "");
+}
+
+static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        int r;
+
+        if (sd_bus_message_is_method_error(m, NULL)) {
+                if (!t->warned_unavailable)
+                        log_warning("No systemd manager answers on the bus (%s); keeping the baseline and retrying every %us.",
+                                    sd_bus_message_get_error(m)->message, (unsigned) (RETRY_USEC / 1000000));
+                t->warned_unavailable = true;
+                t->ready = false;
+                return schedule_retry(t);
+        }
+        r = list_units(t);
+        if (r < 0)
+                return schedule_retry(t);
+        return 0;
+}
+
+static int subscribe(UnitTracker *t) {
+        return sd_bus_call_method_async(t->bus, NULL, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                        "Subscribe", on_subscribe_reply, t, "");
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        UnitTracker *t = userdata;
+
+        if (subscribe(t) < 0)
+                return schedule_retry(t);
+        return 0;
+}
+
+static int schedule_retry(UnitTracker *t) {
+        int r;
+
+        if (!t->retry) {
+                r = sd_event_add_time_relative(t->event, &t->retry, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, t);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot arm the retry timer: %s", strerror(-r));
+                return 0;
+        }
+
+        r = sd_event_source_set_time_relative(t->retry, RETRY_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(t->retry, SD_EVENT_ONESHOT);
+        if (r < 0)
+                return log_error_errno(r, "Cannot re-arm the retry timer: %s", strerror(-r));
+        return 0;
+}
+
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        if (new_owner[0] == '\0') {
+                log_notice("The systemd manager left the bus; keeping the current state until it is back.");
+                return 0;
+        }
+        /* A re-executed or newly started manager forgets subscriptions: subscribe again. */
+        if (subscribe(t) < 0)
+                return schedule_retry(t);
+        return 0;
+}
+
+int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
+                     void *userdata, UnitTracker **ret) {
+        UnitTracker *t;
+
+        t = g_new0(UnitTracker, 1);
+        t->bus = sd_bus_ref(bus);
+        t->event = sd_event_ref(event);
+        t->filter = filter;
+        t->changed = changed;
+        t->userdata = userdata;
+        t->units = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, tracked_unit_free);
+        t->by_path = g_hash_table_new(g_str_hash, g_str_equal);
+
+        *ret = t;
+        return 0;
+}
+
+UnitTracker *unit_tracker_free(UnitTracker *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(t->match_slots); i++)
+                sd_bus_slot_unref(t->match_slots[i]);
+        sd_event_source_disable_unref(t->retry);
+        g_hash_table_destroy(t->by_path);
+        g_hash_table_destroy(t->units);
+        sd_event_unref(t->event);
+        sd_bus_unref(t->bus);
+        g_free(t);
+        return NULL;
+}
+
+int unit_tracker_start(UnitTracker *t) {
+        static const struct {
+                const char *path, *interface, *member;
+                sd_bus_message_handler_t handler;
+        } manager_signals[] = {
+                { SYSTEMD_PATH, SYSTEMD_MANAGER, "UnitNew", on_unit_new },
+                { SYSTEMD_PATH, SYSTEMD_MANAGER, "UnitRemoved", on_unit_removed },
+                { SYSTEMD_PATH, SYSTEMD_MANAGER, "JobNew", on_job_new },
+                { SYSTEMD_PATH, SYSTEMD_MANAGER, "JobRemoved", on_job_removed },
+        };
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(manager_signals); i++) {
+                r = sd_bus_match_signal_async(t->bus, &t->match_slots[i], SYSTEMD_SERVICE,
+                                              manager_signals[i].path, manager_signals[i].interface,
+                                              manager_signals[i].member, manager_signals[i].handler,
+                                              NULL, t);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot watch systemd's %s signal: %s",
+                                               manager_signals[i].member, strerror(-r));
+        }
+
+        /* Only unit objects, and only their ActiveState matters: keep the match narrow. */
+        r = sd_bus_add_match_async(t->bus, &t->match_slots[4],
+                                   "type='signal',sender='" SYSTEMD_SERVICE "',"
+                                   "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                   "arg0='" SYSTEMD_UNIT "',path_namespace='/org/freedesktop/systemd1/unit'",
+                                   on_properties_changed, NULL, t);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch unit state changes: %s", strerror(-r));
+
+        r = sd_bus_add_match_async(t->bus, &t->match_slots[5],
+                                   "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                                   "member='NameOwnerChanged',arg0='" SYSTEMD_SERVICE "'",
+                                   on_name_owner_changed, NULL, t);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the systemd manager's bus name: %s", strerror(-r));
+
+        r = subscribe(t);
+        if (r < 0)
+                return log_error_errno(r, "Cannot subscribe to the systemd manager: %s", strerror(-r));
+        return 0;
+}
+
+int unit_tracker_rescan(UnitTracker *t) {
+        if (!t->ready)
+                return 0; /* the pending subscribe/enumeration will use the new filter */
+        return list_units(t);
+}

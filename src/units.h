@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+/* Follows the systemd manager on a bus: which units that matter to us (the filter says which)
+ * have a start job queued or are activating/active/reloading. The tracker only observes; the
+ * manager decides what a change means. */
+
+typedef struct UnitTracker UnitTracker;
+
+typedef struct TrackedUnit {
+        char *name;
+        char *path;           /* D-Bus object path, NULL until known */
+        char *active_state;   /* NULL until known */
+        uint32_t start_job;   /* id of a queued start/restart job, 0 if none */
+} TrackedUnit;
+
+typedef bool (*UnitFilter)(const char *unit, void *userdata);
+/* Called after any tracked unit changed state, and after (re-)enumeration. */
+typedef void (*UnitsChanged)(UnitTracker *t, void *userdata);
+
+int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
+                     void *userdata, UnitTracker **ret);
+UnitTracker *unit_tracker_free(UnitTracker *t);
+
+/* Subscribes and enumerates asynchronously; when the manager does not answer it keeps
+ * retrying on a timer. */
+int unit_tracker_start(UnitTracker *t);
+
+/* Re-enumerates, e.g. after the filter changed because policies were reloaded. */
+int unit_tracker_rescan(UnitTracker *t);
+
+/* True once a systemd manager answered and the first enumeration finished. */
+bool unit_tracker_is_ready(const UnitTracker *t);
+
+/* name -> TrackedUnit* */
+GHashTable *unit_tracker_units(const UnitTracker *t);
+
+/* A start job queued, or activating/active/reloading. */
+bool tracked_unit_is_wanted(const TrackedUnit *u);
+/* Running already (active/reloading) with no start job: a policy applied now comes too late
+ * for the memory it has mapped. */
+bool tracked_unit_is_running(const TrackedUnit *u);

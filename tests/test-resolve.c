@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "resolve.h"
+#include "test-util.h"
+
+static Policy *make_policy(const char *name) {
+        Policy *p = g_new0(Policy, 1);
+
+        p->name = g_strdup(name);
+        FOREACH_KNOB(k)
+                p->knobs[k] = KNOB_VALUE_UNSET;
+        return p;
+}
+
+static void set(KnobValue *values, Knob k, const char *word) {
+        ck_assert_int_eq(knob_value_from_string(k, word, &values[k]), 0);
+}
+
+static void assert_value(const Target *t, Knob k, const char *word) {
+        char buf[24];
+
+        ck_assert_str_eq(knob_value_to_string(k, t->value[k], buf), word);
+}
+
+static void unset_all(KnobValue *values) {
+        FOREACH_KNOB(k)
+                values[k] = KNOB_VALUE_UNSET;
+}
+
+static KnobValue baseline[_KNOB_MAX];
+
+static void setup_baseline(void) {
+        unset_all(baseline);
+        set(baseline, KNOB_ENABLED, "madvise");
+        set(baseline, KNOB_DEFRAG, "madvise");
+        set(baseline, KNOB_SHMEM_ENABLED, "never");
+        set(baseline, KNOB_KHUGEPAGED_DEFRAG, "1");
+        set(baseline, KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS, "10000");
+        set(baseline, KNOB_MTHP_FIRST + 8, "inherit");
+}
+
+START_TEST(test_no_policy_gives_baseline) {
+        ResolveInput in = { .baseline = baseline };
+        Target t;
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "madvise");
+        ck_assert_int_eq(t.source[KNOB_ENABLED].kind, SOURCE_BASELINE);
+        /* A knob the kernel lacks and nobody votes on stays untouched. */
+        ck_assert_int_eq(t.value[KNOB_KHUGEPAGED_MAX_PTES_NONE], KNOB_VALUE_UNSET);
+        ck_assert_int_eq(t.source[KNOB_KHUGEPAGED_MAX_PTES_NONE].kind, SOURCE_NONE);
+        ck_assert_uint_eq(t.n_pools, 0);
+}
+END_TEST
+
+START_TEST(test_strictest_wins_per_knob) {
+        g_autoptr(Policy) redis = make_policy("redis.conf");
+        g_autoptr(Policy) loose = make_policy("loose.conf");
+        g_autoptr(Policy) khuge = make_policy("khuge.conf");
+        Target t;
+
+        set(redis->knobs, KNOB_ENABLED, "never");
+        set(redis->knobs, KNOB_DEFRAG, "madvise");
+        set(loose->knobs, KNOB_ENABLED, "always");
+        set(loose->knobs, KNOB_DEFRAG, "defer");
+        set(khuge->knobs, KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS, "30000");
+
+        ActivePolicy active[] = {
+                { .policy = loose, .unit = "loose.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+                { .policy = khuge, .unit = "khuge.service" },
+        };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = ELEMENTSOF(active) };
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "never");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, redis);
+        ck_assert_str_eq(t.source[KNOB_ENABLED].unit, "redis-server.service");
+        assert_value(&t, KNOB_DEFRAG, "defer");
+        ck_assert_ptr_eq(t.source[KNOB_DEFRAG].policy, loose);
+        /* Higher sleep is stricter. */
+        assert_value(&t, KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS, "30000");
+        /* Non-voting policies leave the baseline alone. */
+        assert_value(&t, KNOB_SHMEM_ENABLED, "never");
+        ck_assert_int_eq(t.source[KNOB_SHMEM_ENABLED].kind, SOURCE_BASELINE);
+}
+END_TEST
+
+START_TEST(test_looser_policy_alone_wins_over_baseline) {
+        g_autoptr(Policy) loose = make_policy("loose.conf");
+        Target t;
+
+        /* A policy's vote replaces the baseline even when looser: the baseline is not a voter. */
+        set(loose->knobs, KNOB_ENABLED, "always");
+        ActivePolicy active[] = { { .policy = loose, .unit = "a.service" } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 1 };
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "always");
+        ck_assert_int_eq(t.source[KNOB_ENABLED].kind, SOURCE_POLICY);
+}
+END_TEST
+
+START_TEST(test_mitigation_and_override) {
+        g_autoptr(Policy) redis = make_policy("redis.conf");
+        KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
+        Target t;
+
+        unset_all(mitigation);
+        unset_all(override);
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(mitigation, KNOB_DEFRAG, "defer");
+        set(mitigation, KNOB_KHUGEPAGED_DEFRAG, "0");
+        set(override, KNOB_ENABLED, "always");
+
+        ActivePolicy active[] = { { .policy = redis, .unit = "redis-server.service" } };
+        ResolveInput in = {
+                .baseline = baseline, .active = active, .n_active = 1,
+                .mitigation = mitigation, .override = override,
+        };
+
+        resolve(&in, &t);
+        /* Mitigation votes like a policy: it cannot loosen redis' "never". */
+        assert_value(&t, KNOB_DEFRAG, "never");
+        ck_assert_int_eq(t.source[KNOB_DEFRAG].kind, SOURCE_POLICY);
+        assert_value(&t, KNOB_KHUGEPAGED_DEFRAG, "0");
+        ck_assert_int_eq(t.source[KNOB_KHUGEPAGED_DEFRAG].kind, SOURCE_MITIGATION);
+        /* The override wins over everything, even when looser. */
+        assert_value(&t, KNOB_ENABLED, "always");
+        ck_assert_int_eq(t.source[KNOB_ENABLED].kind, SOURCE_OVERRIDE);
+}
+END_TEST
+
+START_TEST(test_inherit_uses_resolved_global) {
+        g_autoptr(Policy) a = make_policy("a.conf");
+        g_autoptr(Policy) b = make_policy("b.conf");
+        const Knob k2m = KNOB_MTHP_FIRST + 8;
+        Target t;
+
+        set(a->knobs, KNOB_ENABLED, "never");
+        set(a->knobs, k2m, "inherit");
+        set(b->knobs, k2m, "madvise");
+
+        ActivePolicy active[] = { { .policy = b, .unit = "b.service" }, { .policy = a, .unit = "a.service" } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 2 };
+
+        /* inherit under a global "never" is stricter than madvise. */
+        resolve(&in, &t);
+        assert_value(&t, k2m, "inherit");
+        ck_assert_ptr_eq(t.source[k2m].policy, a);
+
+        /* With a global "always", madvise is the stricter one. */
+        set(a->knobs, KNOB_ENABLED, "always");
+        resolve(&in, &t);
+        assert_value(&t, k2m, "madvise");
+        ck_assert_ptr_eq(t.source[k2m].policy, b);
+}
+END_TEST
+
+START_TEST(test_pools_summed_per_size_and_node) {
+        g_autoptr(Policy) pg = make_policy("postgresql.conf");
+        g_autoptr(Policy) other = make_policy("other.conf");
+        g_autoptr(Policy) giant = make_policy("giant.conf");
+        g_autoptr(Policy) numa = make_policy("numa.conf");
+        PoolBaseline pool_baseline[] = { { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 10 } };
+        const PoolTarget *p;
+        Target t;
+
+        pg->has_pool = other->has_pool = giant->has_pool = numa->has_pool = true;
+        pg->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 1060 };
+        other->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 40 };
+        giant->pool = (PoolRequest) { .page_size_kb = 1048576, .node = POOL_NODE_ANY, .pages = 2 };
+        numa->pool = (PoolRequest) { .page_size_kb = 2048, .node = 0, .pages = 5 };
+
+        ActivePolicy active[] = {
+                { .policy = pg, .unit = "postgresql@15-main.service" },
+                { .policy = other, .unit = "o.service", .pool_only = true },
+                { .policy = giant, .unit = "g.service" },
+                { .policy = numa, .unit = "n.service" },
+        };
+        ResolveInput in = {
+                .baseline = baseline, .active = active, .n_active = ELEMENTSOF(active),
+                .pool_baseline = pool_baseline, .n_pool_baseline = 1,
+        };
+
+        resolve(&in, &t);
+        ck_assert_uint_eq(t.n_pools, 3);
+        p = target_find_pool(&t, 2048, POOL_NODE_ANY);
+        ck_assert_ptr_nonnull(p);
+        /* A policy in its grace period still holds its pages. */
+        ck_assert_uint_eq(p->pages, 10 + 1060 + 40);
+        ck_assert_uint_eq(p->requested, 1100);
+        ck_assert_uint_eq(p->n_policies, 2);
+        p = target_find_pool(&t, 1048576, POOL_NODE_ANY);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq(p->pages, 2);
+        p = target_find_pool(&t, 2048, 0);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq(p->pages, 5);
+        ck_assert(!t.pools_truncated);
+}
+END_TEST
+
+START_TEST(test_pool_only_policy_does_not_vote_knobs) {
+        g_autoptr(Policy) redis = make_policy("redis.conf");
+        Target t;
+
+        set(redis->knobs, KNOB_ENABLED, "never");
+        ActivePolicy active[] = { { .policy = redis, .unit = "r.service", .pool_only = true } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 1 };
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "madvise");
+}
+END_TEST
+
+START_TEST(test_pool_sum_saturates) {
+        g_autoptr(Policy) a = make_policy("a.conf");
+        g_autoptr(Policy) b = make_policy("b.conf");
+        Target t;
+
+        a->has_pool = b->has_pool = true;
+        a->pool = b->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = UINT64_MAX - 1 };
+        ActivePolicy active[] = { { .policy = a, .unit = "a.service" }, { .policy = b, .unit = "b.service" } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 2 };
+
+        resolve(&in, &t);
+        ck_assert_uint_eq(target_find_pool(&t, 2048, POOL_NODE_ANY)->pages, UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_too_many_pools_is_reported) {
+        Policy *policies[RESOLVE_MAX_POOLS + 1];
+        ActivePolicy active[RESOLVE_MAX_POOLS + 1];
+        Target t;
+
+        for (int i = 0; i <= RESOLVE_MAX_POOLS; i++) {
+                policies[i] = make_policy("p.conf");
+                policies[i]->has_pool = true;
+                policies[i]->pool = (PoolRequest) { .page_size_kb = 2048, .node = i, .pages = 1 };
+                active[i] = (ActivePolicy) { .policy = policies[i], .unit = "p.service" };
+        }
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = RESOLVE_MAX_POOLS + 1 };
+
+        resolve(&in, &t);
+        ck_assert_uint_eq(t.n_pools, RESOLVE_MAX_POOLS);
+        ck_assert(t.pools_truncated);
+        for (int i = 0; i <= RESOLVE_MAX_POOLS; i++)
+                policy_free(policies[i]);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("resolve");
+        TCase *tc = tcase_create("core");
+
+        tcase_add_checked_fixture(tc, setup_baseline, NULL);
+        tcase_add_test(tc, test_no_policy_gives_baseline);
+        tcase_add_test(tc, test_strictest_wins_per_knob);
+        tcase_add_test(tc, test_looser_policy_alone_wins_over_baseline);
+        tcase_add_test(tc, test_mitigation_and_override);
+        tcase_add_test(tc, test_inherit_uses_resolved_global);
+        tcase_add_test(tc, test_pools_summed_per_size_and_node);
+        tcase_add_test(tc, test_pool_only_policy_does_not_vote_knobs);
+        tcase_add_test(tc, test_pool_sum_saturates);
+        tcase_add_test(tc, test_too_many_pools_is_reported);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
