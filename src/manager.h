@@ -81,6 +81,8 @@ typedef struct Manager {
         unsigned apply_generation;
         char *status;
 
+        struct StormWatcher *storm;    /* NULL until the storm watcher runs */
+
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;
 
