@@ -1,0 +1,32 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds with
+# -Werror, runs every test (unit, integration on a private bus with a real systemd --user
+# manager, and the real-kernel tests when /sys is writable), then again under ASan/UBSan, and
+# the unit tests once more under valgrind. Run as root for the integration and real-kernel
+# layers; they are skipped, visibly, otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools/deps.sh
+
+run_suite() {
+        local dir=$1; shift
+        rm -rf "$dir"
+        meson setup "$dir" -Dwerror=true "$@"
+        meson compile -C "$dir"
+        meson test -C "$dir" --print-errorlogs --num-processes 2
+}
+
+echo "== build with -Werror and run every test"
+run_suite build-test
+
+echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+
+echo "== unit tests under valgrind (leaks are errors)"
+meson test -C build-test --suite unit --print-errorlogs --num-processes 2 \
+        --wrapper 'valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --trace-children=no'
+
+echo "All tests passed."

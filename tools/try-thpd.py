@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Runs thpd in the foreground on a machine where systemd is not PID 1.
+
+thpd follows a systemd manager. Without one on the system bus, this starts a private
+systemd --user manager with its own session bus (the integration tests' Stack) and runs
+thpd --user against it and this machine's real /sys, printing how to start units for it.
+Ctrl-C stops thpd (which restores the baseline) and then the private manager."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+top = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(top / 'tests' / 'integration'))
+import thpdtest  # noqa: E402
+
+
+def main():
+    thpd = sys.argv[1]
+    extra = sys.argv[2:]
+    reason = thpdtest.stack_unavailable_reason()
+    if reason:
+        sys.exit(f'Cannot start a private systemd manager: {reason}')
+
+    with thpdtest.Stack() as stack:
+        print('Started a private systemd --user manager. In another shell, try:\n'
+              f'  export XDG_RUNTIME_DIR={stack.runtime_dir} DBUS_SESSION_BUS_ADDRESS={stack.bus_address}\n'
+              '  systemd-run --user --unit=redis-server.service sleep 600   # THP goes to never\n'
+              '  build/src/thpd-ctl --user status\n'
+              '  systemctl --user stop redis-server.service                 # the baseline comes back\n',
+              flush=True)
+        proc = subprocess.Popen([thpd, '--user', *extra], env=stack.env)
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+        stack.stop_all_units()
+    sys.exit(proc.returncode)
+
+
+if __name__ == '__main__':
+    main()
