@@ -1,0 +1,640 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Integration-test harness: thpd against a real systemd manager, on a scratch kernel tree.
+
+The pieces, usable on their own or through ThpdTestCase:
+
+Stack
+    A private systemd --user manager with its own session bus, in a private mount namespace
+    (systemd refuses to run as a user instance unless /run/systemd/system exists, which must
+    not be created on the host). Units are started with systemd-run --user, so thpd sees the
+    same Manager API and signals it sees from PID 1 in production.
+
+    The bus is the manager's own dbus.socket/dbus.service, written into the stack's
+    XDG_CONFIG_HOME: a user manager connects to the session bus only while those two units
+    run, so a dbus-daemon started beside it would never see org.freedesktop.systemd1 (and
+    the stock dbus.socket would unlink its socket and take $XDG_RUNTIME_DIR/bus over).
+
+    The manager is moved into a cgroup of its own first. A user manager started in the
+    host's /init.scope takes "/" as its cgroup root, so two stacks running at once (two test
+    runs on one machine) would share /app.slice/NAME.service, and stopping a unit in one would
+    kill the other's processes. Teardown stops the manager with SIGTERM (it stops its units),
+    kills whatever is left in that cgroup, and removes it.
+
+ScratchKernel
+    A sysfs tree with kernel/mm/transparent_hugepage (kernel defaults, shown the way the kernel
+    shows them: "always [madvise] never") and the 2 MiB hugetlb pool, plus a procfs tree with
+    sys/vm/compact_memory and vmstat. A plain file keeps what was written last (the bare word),
+    unlike sysfs, which re-renders the brackets; read_knob() accepts both.
+
+Thpd
+    One daemon process (THPD_BIN) on a scratch tree, with NOTIFY_SOCKET pointing at a datagram
+    socket owned by the harness, so tests wait for READY=1 and can read STATUS=. Its stdout and
+    stderr go to a file that ThpdTestCase prints when a test fails.
+
+ThpdTestCase
+    unittest base class: one Stack per test class, and per test a fresh scratch kernel, policy
+    directory, runtime directory and config file. Helpers write policies, start the daemon and
+    units (stopped again in cleanup), and wait for knob values.
+
+Environment: THPD_BIN (the daemon; the class is skipped without it), THPD_CTL_BIN (thpd-ctl,
+for tests that use it). Run a file directly as root, e.g.
+    THPD_BIN=build/src/thpd /usr/bin/python3 -B tests/integration/test_daemon.py -v
+or through "meson test --suite integration".
+"""
+
+import contextlib
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 10.0
+POLL_INTERVAL = 0.02
+STOP_TIMEOUT = 10.0
+CGROUP_ROOT = Path('/sys/fs/cgroup')
+MANAGER_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+
+def wait_until(predicate, timeout=DEFAULT_TIMEOUT, message='condition'):
+    """Polls predicate every 20 ms until it returns something true, and returns that.
+
+    On timeout raises AssertionError with message (a string, or a callable giving one, so the
+    message can show the state at the time of failure)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f'timed out after {timeout:g} s waiting for: {text}')
+        time.sleep(POLL_INTERVAL)
+
+
+def _tail(text, lines=60):
+    return '\n'.join(text.splitlines()[-lines:])
+
+
+def _read_text(path):
+    try:
+        return Path(path).read_text(errors='replace')
+    except FileNotFoundError:
+        return ''
+
+
+def find_systemd():
+    for candidate in ('/usr/lib/systemd/systemd', '/lib/systemd/systemd'):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which('systemd')
+
+
+def stack_unavailable_reason():
+    """Why a Stack cannot run here, or None."""
+    if os.geteuid() != 0:
+        return 'needs root (a private mount namespace for systemd --user)'
+    if not find_systemd():
+        return 'systemd is not installed'
+    for tool in ('unshare', 'dbus-daemon', 'systemd-run', 'systemctl', 'busctl'):
+        if not shutil.which(tool):
+            return f'{tool} is not installed'
+    probe = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'true'],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return f'cannot create a mount namespace: {probe.stderr.strip()}'
+    return None
+
+
+def cgroup_hierarchies():
+    """Mount points of the hierarchies systemd tracks processes in (cgroup v2, and the v1
+    name=systemd hierarchy in hybrid mode)."""
+    if (CGROUP_ROOT / 'cgroup.procs').exists():
+        return [CGROUP_ROOT]
+    return [CGROUP_ROOT / h for h in ('unified', 'systemd') if (CGROUP_ROOT / h / 'cgroup.procs').exists()]
+
+
+def _cgroup_pids(top):
+    pids = set()
+    for dirpath, _, _ in os.walk(top):
+        with contextlib.suppress(FileNotFoundError):
+            pids.update(int(pid) for pid in Path(dirpath, 'cgroup.procs').read_text().split())
+    return pids
+
+
+def _remove_cgroup_tree(top):
+    for dirpath, _, _ in os.walk(top, topdown=False):
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(dirpath)
+
+
+# The session bus of the stack, started by the manager like a login session's bus. Written
+# here rather than relying on the distribution's user units (Debian ships them only with
+# dbus-user-session).
+_DBUS_SOCKET_UNIT = """\
+[Unit]
+Description=Session bus socket of the test stack
+
+[Socket]
+ListenStream=%t/bus
+"""
+
+_DBUS_SERVICE_UNIT = """\
+[Unit]
+Description=Session bus of the test stack
+Requires=dbus.socket
+
+[Service]
+ExecStart={dbus_daemon} --session --address=systemd: --nofork --nopidfile --systemd-activation
+"""
+
+
+class Stack:
+    """A systemd --user manager and its session bus; see the module docstring.
+
+    Use as a context manager, or call start() and close() (close() is safe after a failed or
+    partial start)."""
+
+    def __init__(self):
+        self.dir = None
+        self.manager = None
+        self.cgroup_name = None
+        self.units = set()
+        self._log = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def runtime_dir(self):
+        return self.dir / 'runtime'
+
+    @property
+    def bus_address(self):
+        return f'unix:path={self.runtime_dir}/bus'
+
+    @property
+    def log_path(self):
+        return self.dir / 'manager.log'
+
+    @property
+    def env(self):
+        """Environment for clients of this stack (systemctl --user, busctl --user, thpd --user)."""
+        env = dict(os.environ)
+        env.pop('NOTIFY_SOCKET', None)
+        env['XDG_RUNTIME_DIR'] = str(self.runtime_dir)
+        env['DBUS_SESSION_BUS_ADDRESS'] = self.bus_address
+        return env
+
+    def start(self, timeout=DEFAULT_TIMEOUT):
+        self.dir = Path(tempfile.mkdtemp(prefix='thpd-stack-'))
+        self.runtime_dir.mkdir(mode=0o700)
+        unit_dir = self.dir / 'config' / 'systemd' / 'user'
+        (unit_dir / 'sockets.target.wants').mkdir(parents=True)
+        (unit_dir / 'dbus.socket').write_text(_DBUS_SOCKET_UNIT)
+        (unit_dir / 'dbus.service').write_text(
+            _DBUS_SERVICE_UNIT.format(dbus_daemon=shutil.which('dbus-daemon')))
+        (unit_dir / 'sockets.target.wants' / 'dbus.socket').symlink_to('../dbus.socket')
+
+        cgroup_procs = self._make_cgroup()
+        env = {
+            'PATH': MANAGER_PATH,
+            'HOME': str(self.dir),
+            'LANG': 'C.UTF-8',
+            'XDG_RUNTIME_DIR': str(self.runtime_dir),
+            'XDG_CONFIG_HOME': str(self.dir / 'config'),
+            'XDG_DATA_HOME': str(self.dir / 'data'),
+            'DBUS_SESSION_BUS_ADDRESS': self.bus_address,
+            'SYSTEMD_LOG_TARGET': 'console',
+        }
+        script = ('for p; do echo $$ > "$p"; done; '
+                  'mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && '
+                  f'exec {shlex.quote(find_systemd())} --user')
+        self._log = open(self.log_path, 'wb')
+        self.manager = subprocess.Popen(
+            ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', *cgroup_procs],
+            env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        wait_until(self._manager_answers, timeout,
+                   lambda: f'systemd --user on {self.bus_address}; its log:\n{_tail(_read_text(self.log_path))}')
+
+    def _make_cgroup(self):
+        """Creates NAME/init.scope in each hierarchy; returns the cgroup.procs files to join.
+
+        A cgroup tree that cannot be written (a container) leaves the manager where it is:
+        the stack still works, it is just not isolated from another stack."""
+        name = self.dir.name
+        procs = []
+        try:
+            for hierarchy in cgroup_hierarchies():
+                scope = hierarchy / name / 'init.scope'
+                scope.mkdir(parents=True)
+                procs.append(str(scope / 'cgroup.procs'))
+        except OSError as e:
+            print(f'thpdtest: not isolating systemd --user in a cgroup: {e}', file=sys.stderr)
+            self._remove_cgroup(name)
+            return []
+        self.cgroup_name = name
+        return procs
+
+    def _manager_answers(self):
+        if self.manager.poll() is not None:
+            raise RuntimeError(f'systemd --user exited with status {self.manager.returncode}:\n'
+                               f'{_tail(_read_text(self.log_path))}')
+        ping = subprocess.run(
+            ['busctl', '--user', '--auto-start=no', 'call', 'org.freedesktop.systemd1',
+             '/org/freedesktop/systemd1', 'org.freedesktop.DBus.Peer', 'Ping'],
+            env=self.env, capture_output=True, check=False)
+        return ping.returncode == 0
+
+    def close(self):
+        if self.manager is not None:
+            if self.manager.poll() is None:
+                self.manager.send_signal(signal.SIGTERM)
+                try:
+                    self.manager.wait(STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.manager.kill()
+                    self.manager.wait()
+            self.manager = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self.cgroup_name is not None:
+            self._kill_cgroup()
+            self._remove_cgroup(self.cgroup_name)
+            self.cgroup_name = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        self.units.clear()
+
+    def _kill_cgroup(self):
+        """Kills what the manager left behind (nothing, unless it had to be SIGKILLed)."""
+        for hierarchy in cgroup_hierarchies():
+            top = hierarchy / self.cgroup_name
+
+            def emptied():
+                pids = _cgroup_pids(top)
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                return not pids
+
+            wait_until(emptied, STOP_TIMEOUT, f'the processes in {top} to die')
+
+    @staticmethod
+    def _remove_cgroup(name):
+        """Removes NAME from every hierarchy (the manager may have created it in v1 controller
+        hierarchies too)."""
+        hierarchies = list(CGROUP_ROOT.iterdir()) if CGROUP_ROOT.is_dir() else []
+        for top in [CGROUP_ROOT / name, *(h / name for h in hierarchies)]:
+            if top.is_dir():
+                _remove_cgroup_tree(top)
+
+    def run(self, *argv, check=True):
+        """Runs a client command (systemctl --user ...) against this stack."""
+        proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f'{" ".join(argv)} failed with status {proc.returncode}: '
+                                 f'{proc.stderr.strip()}')
+        return proc
+
+    def start_unit(self, name, *cmd, properties=()):
+        """Starts a transient service running cmd (default: sleep infinity); returns once its
+        start job is done. The unit is garbage-collected when it stops, even if it failed."""
+        argv = ['systemd-run', '--user', '--quiet', '--collect', f'--unit={name}']
+        for prop in properties:
+            argv.append(f'--property={prop}')
+        argv += ['--', *(cmd or ('sleep', 'infinity'))]
+        self.units.add(name)
+        self.run(*argv)
+
+    def stop_unit(self, name):
+        """Stops a unit; returns once its stop job is done."""
+        self.run('systemctl', '--user', 'stop', name)
+
+    def unit_state(self, name):
+        """ActiveState of a unit: "active", "inactive" (also for an unknown unit), ..."""
+        return self.run('systemctl', '--user', 'show', '--property=ActiveState', '--value', name).stdout.strip()
+
+    def stop_all_units(self):
+        """Stops every unit started through this stack that still runs."""
+        for name in sorted(self.units):
+            if self.unit_state(name) not in ('inactive', 'failed'):
+                self.stop_unit(name)
+        self.units.clear()
+
+
+# Kernel rendering of the word knobs: every word in kernel order, the current one bracketed.
+KERNEL_WORDS = {
+    'enabled': ('always', 'madvise', 'never'),
+    'defrag': ('always', 'defer', 'defer+madvise', 'madvise', 'never'),
+    'shmem_enabled': ('always', 'within_size', 'advise', 'never', 'deny', 'force'),
+}
+MTHP_WORDS = ('always', 'inherit', 'madvise', 'never')
+
+# A machine with kernel defaults (kernel-facts §1): the Debian kernel boots with enabled=madvise.
+THP_DEFAULTS = {
+    'enabled': 'madvise',
+    'defrag': 'madvise',
+    'shmem_enabled': 'never',
+    'use_zero_page': '1',
+    'hpage_pmd_size': '2097152',
+    'khugepaged/defrag': '1',
+    'khugepaged/pages_to_scan': '4096',
+    'khugepaged/scan_sleep_millisecs': '10000',
+    'khugepaged/alloc_sleep_millisecs': '60000',
+    'khugepaged/max_ptes_none': '511',
+    'khugepaged/max_ptes_swap': '64',
+    'khugepaged/max_ptes_shared': '256',
+    'khugepaged/pages_collapsed': '0',
+    'khugepaged/full_scans': '0',
+    'hugepages-64kB/enabled': 'never',
+    'hugepages-2048kB/enabled': 'inherit',
+}
+
+VMSTAT_COUNTERS = (
+    'compact_stall', 'compact_fail', 'compact_success', 'compact_migrate_scanned',
+    'compact_free_scanned', 'compact_daemon_wake', 'thp_fault_alloc', 'thp_fault_fallback',
+    'thp_collapse_alloc', 'thp_collapse_alloc_failed', 'allocstall_dma32', 'allocstall_normal',
+    'allocstall_movable',
+)
+
+
+def render_knob(name, value):
+    """What the kernel shows for a knob set to value: "always [madvise] never" for a word."""
+    words = MTHP_WORDS if name.startswith('hugepages-') else KERNEL_WORDS.get(name)
+    if words is None:
+        return f'{value}\n'
+    if value not in words:
+        raise ValueError(f'{name} has no value {value!r}')
+    return ' '.join(f'[{w}]' if w == value else w for w in words) + '\n'
+
+
+class ScratchKernel:
+    """A scratch sysfs and procfs under root; see the module docstring."""
+
+    def __init__(self, root, pool_sizes_kb=(2048,)):
+        self.sysfs = Path(root) / 'sys'
+        self.procfs = Path(root) / 'proc'
+        for name, value in THP_DEFAULTS.items():
+            path = self.knob_path(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_knob(name, value))
+        for size_kb in pool_sizes_kb:
+            pool = self.sysfs / 'kernel/mm/hugepages' / f'hugepages-{size_kb}kB'
+            pool.mkdir(parents=True)
+            for field in ('nr_hugepages', 'free_hugepages', 'surplus_hugepages',
+                          'resv_hugepages', 'nr_overcommit_hugepages'):
+                (pool / field).write_text('0\n')
+        vm = self.procfs / 'sys' / 'vm'
+        vm.mkdir(parents=True)
+        (vm / 'compact_memory').write_text('')
+        (self.procfs / 'vmstat').write_text(''.join(f'{c} 0\n' for c in VMSTAT_COUNTERS))
+
+    def knob_path(self, name):
+        """name as in the knob table: "enabled", "khugepaged/defrag", "hugepages-64kB/enabled"."""
+        return self.sysfs / 'kernel/mm/transparent_hugepage' / name
+
+    def read_knob(self, name):
+        """The current word or number, brackets or not."""
+        content = self.knob_path(name).read_text()
+        match = re.search(r'\[([^\]]+)\]', content)
+        return match.group(1) if match else content.strip()
+
+    def set_knob(self, name, value):
+        """Sets a knob the way the kernel would show it (for a test's starting point)."""
+        self.knob_path(name).write_text(render_knob(name, value))
+
+    def pool_path(self, field='nr_hugepages', size_kb=2048):
+        return self.sysfs / 'kernel/mm/hugepages' / f'hugepages-{size_kb}kB' / field
+
+    def read_pool(self, field='nr_hugepages', size_kb=2048):
+        return int(self.pool_path(field, size_kb).read_text())
+
+
+class Thpd:
+    """One thpd process; see the module docstring."""
+
+    def __init__(self, argv, env, log_path, notify_path):
+        self.argv = list(argv)
+        self.log_path = Path(log_path)
+        self.notifications = []
+        self.log_text = None
+        self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._notify.bind(str(notify_path))
+        env = dict(env, NOTIFY_SOCKET=str(notify_path))
+        with open(self.log_path, 'wb') as log:
+            self.process = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
+                                            stdout=log, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    @property
+    def running(self):
+        return self.process.poll() is None
+
+    @property
+    def status(self):
+        """The last STATUS= the daemon sent, or None."""
+        self._drain(0)
+        for fields in reversed(self.notifications):
+            if 'STATUS' in fields:
+                return fields['STATUS']
+        return None
+
+    def log(self):
+        return self.log_text if self.log_text is not None else _read_text(self.log_path)
+
+    def _drain(self, timeout):
+        """Reads the notifications that arrive within timeout seconds (stops at the first)."""
+        while select.select([self._notify], [], [], timeout)[0]:
+            data = self._notify.recv(4096).decode(errors='replace')
+            self.notifications.append(dict(line.split('=', 1) for line in data.splitlines() if '=' in line))
+            timeout = 0
+
+    def _ready(self):
+        self._drain(POLL_INTERVAL)
+        if any(fields.get('READY') == '1' for fields in self.notifications):
+            return True
+        if not self.running:
+            raise AssertionError(f'thpd exited with status {self.process.returncode} before READY=1:\n'
+                                 f'{_tail(self.log())}')
+        return False
+
+    def wait_ready(self, timeout=DEFAULT_TIMEOUT):
+        wait_until(self._ready, timeout, lambda: f'READY=1 from thpd; its log:\n{_tail(self.log())}')
+
+    def wait_log(self, pattern, timeout=DEFAULT_TIMEOUT):
+        """Waits for a log line matching the regular expression; returns the match."""
+        regex = re.compile(pattern, re.MULTILINE)
+        return wait_until(lambda: regex.search(self.log()), timeout,
+                          lambda: f'a thpd log line matching {pattern!r}; its log:\n{_tail(self.log())}')
+
+    def signal(self, signum):
+        self.process.send_signal(signum)
+
+    def stop(self, expect_status=0, timeout=STOP_TIMEOUT):
+        """SIGTERM; waits for the exit and asserts its status."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            status = self.process.wait(timeout)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError(f'thpd did not exit within {timeout:g} s of SIGTERM:\n'
+                                 f'{_tail(self.log())}') from e
+        if expect_status is not None and status != expect_status:
+            raise AssertionError(f'thpd exited with status {status}, expected {expect_status}:\n'
+                                 f'{_tail(self.log())}')
+        return status
+
+    def kill(self):
+        """SIGKILL, as a crash would."""
+        self.process.kill()
+        self.process.wait()
+
+    def close(self):
+        """Kills the daemon if it still runs and keeps its log in memory."""
+        if self.running:
+            self.kill()
+        self._notify.close()
+        if self.log_text is None:
+            self.log_text = _read_text(self.log_path)
+
+
+class ThpdTestCase(unittest.TestCase):
+    """Base class for tests of the daemon on a Stack; see the module docstring."""
+
+    stack = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        reason = stack_unavailable_reason()
+        if reason is None and not os.access(os.environ.get('THPD_BIN', ''), os.X_OK):
+            reason = 'THPD_BIN does not name the thpd executable'
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.stack = Stack()
+        cls.addClassCleanup(cls.stack.close)
+        cls.stack.start()
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = Path(tempfile.mkdtemp(prefix='thpd-test-'))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.addCleanup(self.stack.stop_all_units)
+        self.kernel = ScratchKernel(self.tmp / 'kernel')
+        self.policy_dir = self.tmp / 'policy.d'
+        self.policy_dir.mkdir(mode=0o755)
+        self.runtime_dir = self.tmp / 'run'
+        self.config_path = self.tmp / 'thpd.conf'
+        self.write_config('')
+        self.daemons = []
+
+    def run(self, result=None):
+        """Prints the daemons' logs of a test that failed."""
+        if result is None:
+            return super().run(result)
+        problems = len(result.failures) + len(result.errors)
+        outcome = super().run(result)
+        if len(result.failures) + len(result.errors) > problems:
+            for i, daemon in enumerate(self.__dict__.get('daemons', ())):
+                print(f'\n----- {self.id()}: thpd #{i + 1}: {" ".join(daemon.argv)}\n{daemon.log()}'
+                      f'----- end of thpd #{i + 1}', file=sys.stderr)
+        return outcome
+
+    def write_policy(self, name, text):
+        """Writes policy.d/NAME (root-owned, 0644, so the daemon trusts it); returns its path."""
+        path = self.policy_dir / name
+        path.write_text(text)
+        path.chmod(0o644)
+        return path
+
+    def write_config(self, daemon_section):
+        """Writes the daemon's config file: lines for its [Daemon] section."""
+        self.config_path.write_text(f'[Daemon]\n{daemon_section}')
+
+    def thpd_argv(self, *extra):
+        return [os.environ['THPD_BIN'], '--user',
+                f'--sysfs={self.kernel.sysfs}', f'--procfs={self.kernel.procfs}',
+                f'--runtime-dir={self.runtime_dir}', f'--policy-dir={self.policy_dir}',
+                f'--config={self.config_path}', '--log-level=debug', *extra]
+
+    def start_thpd(self, *extra, wait_ready=True):
+        """Starts thpd with the test's trees (extra: more options) and waits for READY=1."""
+        n = len(self.daemons) + 1
+        daemon = Thpd(self.thpd_argv(*extra), self.stack.env,
+                      self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}')
+        self.daemons.append(daemon)
+        self.addCleanup(daemon.close)
+        if wait_ready:
+            daemon.wait_ready()
+        return daemon
+
+    def start_unit(self, name, *cmd, properties=()):
+        self.stack.start_unit(name, *cmd, properties=properties)
+
+    def stop_unit(self, name):
+        self.stack.stop_unit(name)
+
+    def _describe(self, what):
+        logs = ''.join(f'\nthpd #{i + 1} log:\n{_tail(d.log(), 20)}' for i, d in enumerate(self.daemons))
+        return f'{what}{logs}'
+
+    def read_knobs(self, names):
+        return {name: self.kernel.read_knob(name) for name in names}
+
+    def wait_knobs(self, expected, timeout=DEFAULT_TIMEOUT):
+        """Waits until each knob reads its value: wait_knobs({'khugepaged/defrag': '0'})."""
+        wait_until(lambda: self.read_knobs(expected) == expected, timeout,
+                   lambda: self._describe(f'knobs {expected}, have {self.read_knobs(expected)}'))
+
+    def assert_knobs(self, expected):
+        """Asserts each knob reads its value now."""
+        self.assertEqual(self.read_knobs(expected), expected, self._describe('knob values'))
+
+    def wait_pool(self, pages, field='nr_hugepages', size_kb=2048, timeout=DEFAULT_TIMEOUT):
+        wait_until(lambda: self.kernel.read_pool(field, size_kb) == pages, timeout,
+                   lambda: self._describe(f'{field} of the {size_kb} kB pool == {pages}, '
+                                          f'have {self.kernel.read_pool(field, size_kb)}'))
+
+    # A policy whose only job is to show that the daemon has handled every unit event before it:
+    # start its unit and wait for its knob to move, then stop it and wait for the knob to come
+    # back. Unit signals arrive in order, so a test can then assert that something did NOT
+    # change without sleeping and hoping. Write it before the daemon starts.
+    BARRIER_UNIT = 'thpd-test-barrier.service'
+    BARRIER_POLICY = f'[Policy]\nUnits={BARRIER_UNIT}\n[Khugepaged]\nDefrag=0\n'
+
+    def add_barrier_policy(self):
+        self.write_policy('zz-thpd-test-barrier.conf', self.BARRIER_POLICY)
+
+    def barrier(self):
+        before = self.kernel.read_knob('khugepaged/defrag')
+        self.assertEqual(before, '1', 'the barrier needs khugepaged/defrag at its default, 1')
+        self.start_unit(self.BARRIER_UNIT)
+        self.wait_knobs({'khugepaged/defrag': '0'})
+        self.stop_unit(self.BARRIER_UNIT)
+        self.wait_knobs({'khugepaged/defrag': '1'})
+
+
+def main():
+    """unittest.main() that exits 77 (meson's "skipped") when every test was skipped."""
+    program = unittest.main(exit=False, verbosity=2)
+    result = program.result
+    if result.testsRun and len(result.skipped) == result.testsRun:
+        sys.exit(77)
+    sys.exit(0 if result.wasSuccessful() else 1)
