@@ -258,7 +258,7 @@ static int setup_baseline(Manager *m) {
 }
 
 /* Values thpd.conf pins are part of the baseline and enforced even with no policy active. */
-static void effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
+void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
         FOREACH_KNOB(k) {
                 out[k] = m->present[k] ? m->baseline.knobs[k] : KNOB_VALUE_UNSET;
                 if (m->present[k] && m->settings.baseline[k] != KNOB_VALUE_UNSET)
@@ -573,7 +573,7 @@ void manager_apply(Manager *m) {
         ResolveInput in;
 
         g_array_set_clear_func(changes, knob_change_clear);
-        effective_baseline(m, baseline);
+        manager_effective_baseline(m, baseline);
         memcpy(pool_baseline, m->baseline.pools, sizeof(PoolBaseline) * m->baseline.n_pools);
 
         in = (ResolveInput) {

@@ -109,3 +109,7 @@ int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t
 void manager_clear_override(Manager *m);
 
 const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size);
+
+/* What "no vote" resolves to per knob: the recorded kernel value, or the one thpd.conf pins;
+ * UNSET for knobs this kernel lacks. */
+void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]);

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "config.h"
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+
+const char *const policy_default_dirs[] = {
+        "/etc/thpd/policy.d",
+        "/run/thpd/policy.d",
+        "/usr/local/lib/thpd/policy.d",
+        THPD_VENDOR_POLICY_DIR,
+        NULL,
+};
+
+uid_t policy_trusted_uid(void) {
+        const char *e = getenv("THPD_TRUSTED_UID");
+        uint64_t uid;
+
+        if (!e)
+                return 0;
+        if (parse_u64(e, &uid) < 0 || uid >= (uid_t) -1) {
+                log_warning("Ignoring invalid THPD_TRUSTED_UID=%s, trusting uid 0 only", e);
+                return 0;
+        }
+        return (uid_t) uid;
+}
+
+void policy_file_free(PolicyFile *f) {
+        if (!f)
+                return;
+        g_free(f->name);
+        g_free(f->path);
+        g_free(f->masked_by);
+        if (f->shadowed)
+                g_ptr_array_unref(f->shadowed);
+        g_free(f);
+}
+
+static void policy_file_free_void(gpointer p) {
+        policy_file_free(p);
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+/* Anyone who can write a policy can change kernel memory settings for the whole machine, so a
+ * policy counts only if the trusted uid owns it and nobody else can write it. */
+static bool check_trusted(const char *path, const char *what, const struct stat *st, uid_t uid, Diagnostics *diag) {
+        if (st->st_uid != uid) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "%s is owned by uid %u, not %u: not trusted, ignored",
+                                what, (unsigned) st->st_uid, (unsigned) uid);
+                return false;
+        }
+        if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0,
+                                "%s is writable by group or others (mode %04o): not trusted, ignored", what,
+                                (unsigned) (st->st_mode & 07777));
+                return false;
+        }
+        return true;
+}
+
+/* A symlink may lead out of the policy directory, so the directory that really holds the file
+ * must be trusted too. */
+static bool file_is_trusted(const char *path, const struct stat *st, uid_t uid, Diagnostics *diag) {
+        g_autofree char *parent = NULL, *what = NULL;
+        char real[PATH_MAX];
+        struct stat parent_st;
+
+        if (!check_trusted(path, "file", st, uid, diag))
+                return false;
+
+        if (!realpath(path, real)) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot resolve: %s", g_strerror(errno));
+                return false;
+        }
+        parent = g_path_get_dirname(real);
+        if (stat(parent, &parent_st) < 0) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot stat %s: %s", parent, g_strerror(errno));
+                return false;
+        }
+        what = g_strdup_printf("directory %s", parent);
+        return check_trusted(path, what, &parent_st, uid, diag);
+}
+
+static bool is_policy_name(const char *name) {
+        return name[0] != '.' && g_str_has_suffix(name, ".conf") && strlen(name) > strlen(".conf");
+}
+
+static bool is_dev_null(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
+}
+
+static void enumerate_dir(const char *dir, uid_t uid, GHashTable *by_name, GPtrArray *files, Diagnostics *diag) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+        struct dirent *de;
+        struct stat st;
+
+        d = opendir(dir);
+        if (!d) {
+                if (errno != ENOENT)
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, dir, 0, "cannot open directory: %s", g_strerror(errno));
+                return;
+        }
+        if (fstat(dirfd(d), &st) < 0) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, dir, 0, "cannot stat directory: %s", g_strerror(errno));
+                return;
+        }
+        if (!check_trusted(dir, "directory", &st, uid, diag))
+                return;
+
+        errno = 0;
+        while ((de = readdir(d)))
+                if (is_policy_name(de->d_name))
+                        g_ptr_array_add(names, g_strdup(de->d_name));
+        if (errno != 0) {
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, dir, 0, "cannot read directory: %s", g_strerror(errno));
+                return;
+        }
+
+        for (guint i = 0; i < names->len; i++) {
+                const char *name = g_ptr_array_index(names, i);
+                g_autofree char *path = g_build_filename(dir, name, NULL);
+                PolicyFile *f = g_hash_table_lookup(by_name, name);
+
+                if (f) {
+                        g_ptr_array_add(f->shadowed, g_steal_pointer(&path));
+                        continue;
+                }
+
+                /* A file we cannot use does not claim its name: a lower directory's file of the
+                 * same name still applies, as if the bad one were not there. */
+                if (fstatat(dirfd(d), name, &st, 0) < 0) {
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot stat (dangling symlink?): %s, ignored",
+                                        g_strerror(errno));
+                        continue;
+                }
+                if (!is_dev_null(&st) && !S_ISREG(st.st_mode)) {
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "not a regular file, ignored");
+                        continue;
+                }
+                if (S_ISREG(st.st_mode) && !file_is_trusted(path, &st, uid, diag))
+                        continue;
+
+                f = g_new0(PolicyFile, 1);
+                f->name = g_strdup(name);
+                f->shadowed = g_ptr_array_new_with_free_func(g_free);
+                if (is_dev_null(&st) || st.st_size == 0)
+                        f->masked_by = g_steal_pointer(&path);
+                else
+                        f->path = g_steal_pointer(&path);
+                g_ptr_array_add(files, f);
+                g_hash_table_insert(by_name, f->name, f);
+        }
+}
+
+static gint compare_policy_files(gconstpointer a, gconstpointer b) {
+        const PolicyFile *x = *(PolicyFile *const *) a, *y = *(PolicyFile *const *) b;
+
+        return strcmp(x->name, y->name);
+}
+
+int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray **ret) {
+        g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
+        g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(policy_file_free_void);
+        uid_t uid = policy_trusted_uid();
+
+        if (!dirs || !ret)
+                return -EINVAL;
+
+        for (size_t i = 0; dirs[i]; i++) {
+                bool seen = false;
+
+                /* With --prefix=/usr/local the vendor directory is also the local one. */
+                for (size_t j = 0; j < i; j++)
+                        if (streq(dirs[i], dirs[j]))
+                                seen = true;
+                if (!seen)
+                        enumerate_dir(dirs[i], uid, by_name, files, diag);
+        }
+
+        g_ptr_array_sort(files, compare_policy_files);
+        *ret = g_steal_pointer(&files);
+        return 0;
+}
+
+static void policy_free_void(gpointer p) {
+        policy_free(p);
+}
+
+int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret) {
+        g_autoptr(GPtrArray) files = NULL;
+        g_autoptr(GPtrArray) policies = g_ptr_array_new_with_free_func(policy_free_void);
+        int r;
+
+        r = policy_dirs_enumerate(dirs, diag, &files);
+        if (r < 0)
+                return r;
+
+        for (guint i = 0; i < files->len; i++) {
+                const PolicyFile *f = g_ptr_array_index(files, i);
+                Policy *p;
+
+                if (!f->path)
+                        continue;
+                /* A bad file is reported in diag and skipped; the others still load. */
+                if (policy_load(f->path, diag, &p) >= 0)
+                        g_ptr_array_add(policies, p);
+        }
+
+        *ret = g_steal_pointer(&policies);
+        return 0;
+}

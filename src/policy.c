@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <fnmatch.h>
+#include <ini.h>
+
+#include "policy.h"
+#include "util.h"
+
+/* Policy files are parsed by inih, but inih only reports the first bad line, counts a line
+ * longer than its buffer as several lines and silently cuts a line short at a NUL byte. So inih
+ * reads through policy_reader(), which hands it exactly one physical line per call (keeping its
+ * line numbers equal to ours), and which classifies each line the way inih will, so that every
+ * syntax error is reported at its own line. */
+
+#define HUGETLB_NODE_MAX 1023 /* the kernel's NODES_SHIFT is at most 10 */
+#define DEFAULT_PAGE_SIZE (UINT64_C(2) << 20)
+
+static const char *const known_sections[] = { "Policy", "TransparentHugePages", "Khugepaged", "HugeTLB" };
+
+static const char *const unit_types[] = {
+        "service", "socket", "scope", "slice", "target", "timer",
+        "mount", "path", "swap", "device", "automount",
+};
+
+typedef enum LineKind {
+        LINE_BLANK, /* blank, comment, or a bad line we replaced by a blank one */
+        LINE_SECTION,
+        LINE_KEY,
+        LINE_CONTINUATION,
+        LINE_BAD,
+} LineKind;
+
+/* What an indented continuation line (INI_ALLOW_MULTILINE) adds to. Only the two free-form keys
+ * take continuations: a long Units= list can go on several lines that way, since inih's lines are
+ * short. For every other key a continuation is an error, because "Enabled=never" followed by an
+ * indented "always" has no sensible meaning; and a key that was already reported (unknown key,
+ * duplicate, outside a known section) swallows its continuations silently. Repeating a key on
+ * a line of its own is always a duplicate-key error, Units= included. */
+typedef enum ContinuationTarget {
+        CONTINUE_IGNORE,
+        CONTINUE_UNITS,
+        CONTINUE_DESCRIPTION,
+        CONTINUE_REJECT,
+} ContinuationTarget;
+
+typedef struct Parser {
+        FILE *f;
+        const char *path;
+        Diagnostics *diag;
+
+        /* Reader state */
+        unsigned line;
+        uint64_t n_bytes;
+        bool stop;     /* binary data or a read error: the rest of the file is not read */
+
+        /* Our mirror of inih's state, to classify lines as it does */
+        bool have_prev_key;
+        LineKind kind;
+        char *section;
+        bool section_known;
+
+        /* What the handler collected */
+        ContinuationTarget continuation;
+        char *continuation_key;
+        unsigned policy_section_line, hugetlb_section_line;
+        unsigned description_line, units_line;
+        unsigned size_line, pages_line, page_size_line, node_line;
+        unsigned knob_seen[_KNOB_MAX];
+        GString *description;
+        GPtrArray *units; /* char* */
+        uint64_t size_bytes, pages, page_size_bytes, node;
+        KnobValue knobs[_KNOB_MAX];
+} Parser;
+
+Policy *policy_free(Policy *p) {
+        if (!p)
+                return NULL;
+        g_free(p->name);
+        g_free(p->path);
+        g_free(p->description);
+        g_strfreev(p->units);
+        g_free(p);
+        return NULL;
+}
+
+static void parser_done(Parser *p) {
+        g_free(p->section);
+        g_free(p->continuation_key);
+        if (p->description)
+                g_string_free(p->description, true);
+        if (p->units)
+                g_ptr_array_unref(p->units);
+}
+
+#define error_at(p, line, ...) diagnostics_add((p)->diag, DIAGNOSTIC_ERROR, (p)->path, (line), __VA_ARGS__)
+#define warning_at(p, line, ...) diagnostics_add((p)->diag, DIAGNOSTIC_WARNING, (p)->path, (line), __VA_ARGS__)
+
+/* The helpers below follow inih's own (ini.c), so that classify_line() agrees with it. */
+static char *skip_space(char *s) {
+        while (*s && isspace((unsigned char) *s))
+                s++;
+        return s;
+}
+
+static void strip_trailing_space(char *s) {
+        char *e = s + strlen(s);
+
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+}
+
+/* The first of "chars", or an inline comment prefix that follows whitespace, or the end. */
+static char *find_chars_or_comment(char *s, const char *chars) {
+        bool was_space = false;
+
+        for (; *s; s++) {
+                if (chars && strchr(chars, *s))
+                        break;
+                if (INI_ALLOW_INLINE_COMMENTS && was_space && strchr(INI_INLINE_COMMENT_PREFIXES, *s))
+                        break;
+                was_space = isspace((unsigned char) *s);
+        }
+        return s;
+}
+
+static void begin_section(Parser *p, const char *name) {
+        g_free(p->section);
+        p->section = g_strdup(name);
+        p->section_known = false;
+        for (size_t i = 0; i < ELEMENTSOF(known_sections); i++)
+                if (streq(name, known_sections[i]))
+                        p->section_known = true;
+
+        if (!p->section_known)
+                warning_at(p, p->line, "unknown section [%s], its keys are ignored", name);
+        else if (streq(name, "Policy") && p->policy_section_line == 0)
+                p->policy_section_line = p->line;
+        else if (streq(name, "HugeTLB") && p->hugetlb_section_line == 0)
+                p->hugetlb_section_line = p->line;
+}
+
+static void classify_line(Parser *p, const char *text) {
+        g_autofree char *copy = g_strdup(text);
+        char *start, *end;
+
+        strip_trailing_space(copy);
+        start = skip_space(copy);
+
+        if (*start == '\0' || strchr(INI_START_COMMENT_PREFIXES, *start)) {
+                p->kind = LINE_BLANK;
+                return;
+        }
+
+        if (INI_ALLOW_MULTILINE && p->have_prev_key && start > copy) {
+                p->kind = LINE_CONTINUATION;
+                return;
+        }
+
+        if (*start == '[') {
+                end = find_chars_or_comment(start + 1, "]");
+                if (*end != ']') {
+                        p->kind = LINE_BAD;
+                        error_at(p, p->line, "syntax error: a section header needs a closing ']'");
+                        return;
+                }
+                *end = '\0';
+                p->kind = LINE_SECTION;
+                p->have_prev_key = false;
+                begin_section(p, start + 1);
+                return;
+        }
+
+        end = find_chars_or_comment(start, "=:");
+        if (*end != '=' && *end != ':') {
+                p->kind = LINE_BAD;
+                error_at(p, p->line, "syntax error: expected Key=Value, [Section] or a comment");
+                return;
+        }
+        *end = '\0';
+        strip_trailing_space(start);
+        p->kind = LINE_KEY;
+        p->have_prev_key = *start != '\0';
+}
+
+/* True for bytes that never occur in a text file. A CR is allowed only before the newline. */
+static bool is_binary_byte(int c) {
+        return c == '\0' || c == 0x7f || (c < 0x20 && c != '\t' && c != '\r');
+}
+
+static char *policy_reader(char *str, int num, void *stream) {
+        Parser *p = stream;
+        /* ini.h: the buffer must be 3 bytes longer than the longest line ("\r\n\0"). */
+        size_t max_len = num > 3 ? (size_t) num - 3 : 0, len = 0, stored = 0;
+        bool newline = false, binary = false, cr = false;
+        int c;
+
+        if (p->stop)
+                return NULL;
+
+        while ((c = getc(p->f)) != EOF) {
+                p->n_bytes++;
+                if (c == '\n') {
+                        newline = true;
+                        break;
+                }
+                if (is_binary_byte(c) || cr)
+                        binary = true;
+                cr = c == '\r';
+                if (stored < max_len + 1)
+                        str[stored++] = (char) c;
+                len++;
+        }
+        if (ferror(p->f)) {
+                error_at(p, 0, "read error: %s", g_strerror(errno));
+                p->stop = true;
+                return NULL;
+        }
+        if (len == 0 && !newline)
+                return NULL;
+
+        p->line++;
+        if (cr) {
+                len--;
+                stored = MIN(stored, len);
+        }
+        str[stored] = '\0';
+
+        /* Everything after the first binary byte is noise: one error, and stop reading. */
+        if (binary) {
+                error_at(p, p->line, "binary data (a NUL byte or control character): not a policy file");
+                p->stop = true;
+                return NULL;
+        }
+
+        if (len > max_len) {
+                error_at(p, p->line, "line too long (%zu bytes, at most %zu)", len, max_len);
+                p->kind = LINE_BLANK;
+                strcpy(str, "\n");
+                return str;
+        }
+
+        if (!g_utf8_validate(str, -1, NULL)) {
+                error_at(p, p->line, "line is not valid UTF-8");
+                p->kind = LINE_BLANK;
+                strcpy(str, "\n");
+                return str;
+        }
+
+        /* inih would skip the BOM itself; stripping it here keeps classify_line() in step. */
+        if (p->line == 1 && g_str_has_prefix(str, "\xEF\xBB\xBF"))
+                memmove(str, str + 3, strlen(str + 3) + 1);
+
+        classify_line(p, str);
+        if (p->kind == LINE_BAD)
+                strcpy(str, "\n");
+        else
+                strcat(str, "\n");
+        return str;
+}
+
+static bool unit_type_matches(const char *suffix) {
+        for (size_t i = 0; i < ELEMENTSOF(unit_types); i++)
+                if (fnmatch(suffix, unit_types[i], FNM_NOESCAPE) == 0)
+                        return true;
+        return false;
+}
+
+/* A Units= entry that can never match a unit name is almost certainly a typo. */
+static void check_unit_entry(Parser *p, const char *entry) {
+        const char *dot;
+
+        if (strlen(entry) > 255) {
+                warning_at(p, p->line, "Units= entry '%.32s…' is longer than a unit name can be; it never matches",
+                           entry);
+                return;
+        }
+        for (const char *c = entry; *c; c++)
+                if (!g_ascii_isalnum(*c) && !strchr(":-_.\\@*?[]!", *c)) {
+                        warning_at(p, p->line, "Units= entry '%s' contains '%c', which no unit name has; it never matches",
+                                   entry, *c);
+                        return;
+                }
+
+        dot = strrchr(entry, '.');
+        if (!dot || !unit_type_matches(dot + 1))
+                warning_at(p, p->line,
+                           "Units= entry '%s' has no unit type suffix (.service, .socket, .scope, .slice, ...); "
+                           "it never matches", entry);
+}
+
+static void add_units(Parser *p, const char *value) {
+        g_auto(GStrv) entries = g_strsplit_set(value, " \t", -1);
+
+        for (char **e = entries; *e; e++) {
+                if (**e == '\0')
+                        continue;
+                check_unit_entry(p, *e);
+                g_ptr_array_add(p->units, g_strdup(*e));
+        }
+}
+
+static bool check_duplicate(Parser *p, unsigned *seen_line, const char *key) {
+        if (*seen_line != 0) {
+                error_at(p, p->line, "duplicate key %s= (first set on line %u)", key, *seen_line);
+                return true;
+        }
+        *seen_line = p->line;
+        return false;
+}
+
+static ContinuationTarget handle_policy_key(Parser *p, const char *key, const char *value) {
+        if (streq(key, "Description")) {
+                if (check_duplicate(p, &p->description_line, key))
+                        return CONTINUE_IGNORE;
+                g_string_assign(p->description, value);
+                return CONTINUE_DESCRIPTION;
+        }
+        if (streq(key, "Units")) {
+                if (check_duplicate(p, &p->units_line, key))
+                        return CONTINUE_IGNORE;
+                add_units(p, value);
+                return CONTINUE_UNITS;
+        }
+        warning_at(p, p->line, "unknown key %s= in [Policy], ignored", key);
+        return CONTINUE_IGNORE;
+}
+
+static bool is_power_of_two(uint64_t n) {
+        return n != 0 && (n & (n - 1)) == 0;
+}
+
+static ContinuationTarget handle_hugetlb_key(Parser *p, const char *key, const char *value) {
+        int r;
+
+        if (streq(key, "Size")) {
+                if (check_duplicate(p, &p->size_line, key))
+                        return CONTINUE_IGNORE;
+                r = parse_size(value, &p->size_bytes);
+                if (r < 0 || p->size_bytes == 0)
+                        error_at(p, p->line, "invalid Size=%s; expected a size above zero such as 512M or 8G", value);
+                else if (p->pages_line != 0)
+                        error_at(p, p->line, "Size= and Pages= (line %u) both set; use one of them", p->pages_line);
+                return CONTINUE_REJECT;
+        }
+        if (streq(key, "Pages")) {
+                if (check_duplicate(p, &p->pages_line, key))
+                        return CONTINUE_IGNORE;
+                r = parse_u64(value, &p->pages);
+                if (r < 0 || p->pages == 0)
+                        error_at(p, p->line, "invalid Pages=%s; expected a page count above zero", value);
+                else if (p->size_line != 0)
+                        error_at(p, p->line, "Size= (line %u) and Pages= both set; use one of them", p->size_line);
+                return CONTINUE_REJECT;
+        }
+        if (streq(key, "PageSize")) {
+                if (check_duplicate(p, &p->page_size_line, key))
+                        return CONTINUE_IGNORE;
+                r = parse_size(value, &p->page_size_bytes);
+                if (r < 0 || !is_power_of_two(p->page_size_bytes) || p->page_size_bytes < 4096)
+                        error_at(p, p->line, "invalid PageSize=%s; expected a power of two of at least 4K, usually 2M or 1G",
+                                 value);
+                return CONTINUE_REJECT;
+        }
+        if (streq(key, "Node")) {
+                if (check_duplicate(p, &p->node_line, key))
+                        return CONTINUE_IGNORE;
+                r = parse_u64(value, &p->node);
+                if (r < 0 || p->node > HUGETLB_NODE_MAX)
+                        error_at(p, p->line, "invalid Node=%s; expected a NUMA node number (0-%d)", value,
+                                 HUGETLB_NODE_MAX);
+                return CONTINUE_REJECT;
+        }
+        warning_at(p, p->line, "unknown key %s= in [HugeTLB], ignored", key);
+        return CONTINUE_IGNORE;
+}
+
+static ContinuationTarget handle_knob_key(Parser *p, const char *key, const char *value) {
+        char buf[96];
+        Knob k;
+        int r;
+
+        r = knob_from_policy_key(p->section, key, &k);
+        if (r < 0) {
+                if (g_str_has_prefix(key, "Enabled.") && streq(p->section, "TransparentHugePages"))
+                        warning_at(p, p->line, "unknown key %s= in [%s], ignored; per-size keys are Enabled.8K, "
+                                   "Enabled.16K, ... Enabled.2M, ... Enabled.16G", key, p->section);
+                else
+                        warning_at(p, p->line, "unknown key %s= in [%s], ignored", key, p->section);
+                return CONTINUE_IGNORE;
+        }
+        if (check_duplicate(p, &p->knob_seen[k], key))
+                return CONTINUE_IGNORE;
+
+        r = knob_value_from_string(k, value, &p->knobs[k]);
+        if (r == -ERANGE)
+                error_at(p, p->line, "%s=%s is out of range; accepted: %s", key, value, knob_describe_values(k, buf));
+        else if (r < 0)
+                error_at(p, p->line, "invalid value '%s' for %s=; accepted: %s", value, key,
+                         knob_describe_values(k, buf));
+        return CONTINUE_REJECT;
+}
+
+static void handle_continuation(Parser *p, const char *value) {
+        switch (p->continuation) {
+        case CONTINUE_UNITS:
+                add_units(p, value);
+                break;
+        case CONTINUE_DESCRIPTION:
+                g_string_append_printf(p->description, " %s", value);
+                break;
+        case CONTINUE_REJECT:
+                error_at(p, p->line, "%s= takes a single value; this indented line continues it", p->continuation_key);
+                break;
+        case CONTINUE_IGNORE:
+                break;
+        }
+}
+
+static int policy_handler(void *user, const char *section, const char *name, const char *value) {
+        Parser *p = user;
+
+        /* Errors are collected in the diagnostics; returning 0 would only make inih remember the
+         * first line, which we report ourselves. */
+        if (p->kind == LINE_CONTINUATION) {
+                handle_continuation(p, value);
+                return 1;
+        }
+
+        p->continuation = CONTINUE_IGNORE;
+        g_free(p->continuation_key);
+        p->continuation_key = g_strdup(name);
+        if (*name == '\0') {
+                error_at(p, p->line, "syntax error: missing key name before '='");
+                return 1;
+        }
+        if (!p->section) {
+                warning_at(p, p->line, "%s= is outside of any section, ignored", name);
+                return 1;
+        }
+        if (!p->section_known)
+                return 1;
+        if (*value == '\0') {
+                error_at(p, p->line, "%s= has no value", name);
+                return 1;
+        }
+
+        if (streq(p->section, "Policy"))
+                p->continuation = handle_policy_key(p, name, value);
+        else if (streq(p->section, "HugeTLB"))
+                p->continuation = handle_hugetlb_key(p, name, value);
+        else
+                p->continuation = handle_knob_key(p, name, value);
+        return 1;
+}
+
+/* Checks that need the whole file. */
+static void check_file(Parser *p) {
+        bool any_knob = false;
+
+        FOREACH_KNOB(k)
+                if (p->knob_seen[k] != 0)
+                        any_knob = true;
+
+        if (p->units_line == 0)
+                error_at(p, p->policy_section_line, "[Policy] Units= is missing: the policy would never apply");
+
+        if (p->hugetlb_section_line != 0 && p->size_line == 0 && p->pages_line == 0)
+                error_at(p, p->hugetlb_section_line, "[HugeTLB] needs Size= or Pages=");
+
+        if (!any_knob && p->size_line == 0 && p->pages_line == 0)
+                error_at(p, 0, "no setting: the policy sets no [TransparentHugePages] or [Khugepaged] value "
+                         "and no [HugeTLB] pool");
+}
+
+static Policy *parser_build_policy(Parser *p) {
+        g_autoptr(Policy) policy = g_new0(Policy, 1);
+        uint64_t page_size = p->page_size_bytes != 0 ? p->page_size_bytes : DEFAULT_PAGE_SIZE;
+
+        policy->name = g_path_get_basename(p->path);
+        policy->path = g_strdup(p->path);
+        policy->description = p->description_line != 0 ? g_strdup(p->description->str) : NULL;
+        g_ptr_array_add(p->units, NULL);
+        policy->units = (char **) g_ptr_array_free(g_steal_pointer(&p->units), false);
+
+        FOREACH_KNOB(k) {
+                policy->knobs[k] = p->knob_seen[k] != 0 ? p->knobs[k] : KNOB_VALUE_UNSET;
+                policy->knob_lines[k] = p->knob_seen[k];
+        }
+
+        if (p->size_line != 0 || p->pages_line != 0) {
+                policy->has_pool = true;
+                policy->pool = (PoolRequest) {
+                        .page_size_kb = page_size / 1024,
+                        .node = p->node_line != 0 ? (int) p->node : POOL_NODE_ANY,
+                        .pages = p->size_line != 0 ? p->size_bytes / page_size + !!(p->size_bytes % page_size)
+                                                   : p->pages,
+                };
+        }
+        return g_steal_pointer(&policy);
+}
+
+int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret) {
+        Diagnostics local;
+        Parser p;
+        unsigned errors_before;
+        int r;
+
+        if (!f || !path || !ret)
+                return -EINVAL;
+
+        /* Callers that only want a yes or no need not collect diagnostics. */
+        if (!diag) {
+                diagnostics_init(&local);
+                diag = &local;
+        }
+        p = (Parser) {
+                .f = f,
+                .path = path,
+                .diag = diag,
+                .description = g_string_new(NULL),
+                .units = g_ptr_array_new_with_free_func(g_free),
+        };
+        errors_before = diag->n_errors;
+
+        r = ini_parse_stream(policy_reader, &p, policy_handler, &p);
+        if (r == -2) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        if (p.n_bytes == 0 && !p.stop) {
+                error_at(&p, 0, "empty file (in a policy directory an empty file masks the policy of that name)");
+        } else {
+                /* inih and classify_line() agree on what a syntax error is; should another build
+                 * of inih disagree, its verdict still fails the file. */
+                if (r > 0 && p.diag->n_errors == errors_before)
+                        error_at(&p, (unsigned) r, "syntax error");
+                if (!p.stop)
+                        check_file(&p);
+        }
+
+        if (p.diag->n_errors > errors_before) {
+                r = -EINVAL;
+                goto finish;
+        }
+        *ret = parser_build_policy(&p);
+        r = 0;
+
+finish:
+        parser_done(&p);
+        if (diag == &local)
+                diagnostics_clear(&local);
+        return r;
+}
+
+int policy_load(const char *path, Diagnostics *diag, Policy **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                r = -errno;
+                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot open: %s", g_strerror(-r));
+                return r;
+        }
+        return policy_parse_file(f, path, diag, ret);
+}
+
+static bool pattern_matches(const char *pattern, const char *unit) {
+        g_autofree char *instances = NULL;
+        const char *at;
+
+        if (fnmatch(pattern, unit, FNM_NOESCAPE) == 0)
+                return true;
+
+        /* "foo@.service" names a template: it stands for every "foo@INSTANCE.service". */
+        at = strchr(pattern, '@');
+        if (!at || at[1] != '.')
+                return false;
+        instances = g_strdup_printf("%.*s*%s", (int) (at - pattern + 1), pattern, at + 1);
+        return fnmatch(instances, unit, FNM_NOESCAPE) == 0;
+}
+
+bool policy_matches_unit(const Policy *p, const char *unit) {
+        if (!p || !p->units || !unit)
+                return false;
+        for (char **u = p->units; *u; u++)
+                if (pattern_matches(*u, unit))
+                        return true;
+        return false;
+}

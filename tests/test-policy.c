@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policy.h"
+#include "test-util.h"
+#include "util.h"
+
+#define PATH "test.conf"
+
+static int parse_bytes(const char *data, size_t size, Diagnostics *d, Policy **ret) {
+        _cleanup_fclose_ FILE *f = fmemopen((void *) data, size, "r");
+
+        ck_assert_ptr_nonnull(f);
+        return policy_parse_file(f, PATH, d, ret);
+}
+
+static int parse(const char *text, Diagnostics *d, Policy **ret) {
+        return parse_bytes(text, strlen(text), d, ret);
+}
+
+/* Fails unless a diagnostic of this level sits at exactly this line and mentions "needle". */
+static void assert_diag(const Diagnostics *d, DiagnosticLevel level, unsigned line, const char *needle) {
+        for (guint i = 0; i < d->items->len; i++) {
+                const Diagnostic *diag = g_ptr_array_index(d->items, i);
+
+                if (diag->level == level && diag->line == line && streq(diag->file, PATH) &&
+                    strstr(diag->message, needle))
+                        return;
+        }
+        ck_abort_msg("no %s at line %u mentioning '%s'", level == DIAGNOSTIC_ERROR ? "error" : "warning", line,
+                     needle);
+}
+
+static KnobValue word(Knob k, const char *s) {
+        KnobValue v;
+
+        ck_assert_int_eq(knob_value_from_string(k, s, &v), 0);
+        return v;
+}
+
+static Knob mthp(uint64_t kb) {
+        Knob k;
+
+        ck_assert_int_eq(knob_mthp_from_size_kb(kb, &k), 0);
+        return k;
+}
+
+START_TEST(test_good_every_key) {
+        static const char text[] =
+                "# A comment\n"                                   /* 1 */
+                "; another comment\n"                             /* 2 */
+                "[Policy]\n"                                      /* 3 */
+                "Description=Test policy\n"                       /* 4 */
+                "Units=a.service b@.service c-*.service\n"        /* 5 */
+                "\n"                                              /* 6 */
+                "[TransparentHugePages]\n"                        /* 7 */
+                "Enabled=never\n"                                 /* 8 */
+                "Defrag=defer+madvise\n"                          /* 9 */
+                "ShmemEnabled=advise\n"                           /* 10 */
+                "Enabled.64K=inherit\n"                           /* 11 */
+                "Enabled.2M=madvise\n"                            /* 12 */
+                "[Khugepaged]\n"                                  /* 13 */
+                "Defrag=0\n"                                      /* 14 */
+                "MaxPtesNone=0\n"                                 /* 15 */
+                "MaxPtesSwap=32\n"                                /* 16 */
+                "MaxPtesShared=128\n"                             /* 17 */
+                "PagesToScan=2048\n"                              /* 18 */
+                "ScanSleepMillisecs=30000\n"                      /* 19 */
+                "AllocSleepMillisecs=120000\n"                    /* 20 */
+                "[HugeTLB]\n"                                     /* 21 */
+                "Size=8G\n"                                       /* 22 */
+                "PageSize=2M\n"                                   /* 23 */
+                "Node=1\n";                                       /* 24 */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        ck_assert_uint_eq(d.items->len, 0);
+
+        ck_assert_str_eq(p->name, PATH);
+        ck_assert_str_eq(p->path, PATH);
+        ck_assert_str_eq(p->description, "Test policy");
+        ck_assert_uint_eq(g_strv_length(p->units), 3);
+        ck_assert_str_eq(p->units[0], "a.service");
+        ck_assert_str_eq(p->units[1], "b@.service");
+        ck_assert_str_eq(p->units[2], "c-*.service");
+
+        ck_assert_int_eq(p->knobs[KNOB_ENABLED], word(KNOB_ENABLED, "never"));
+        ck_assert_uint_eq(p->knob_lines[KNOB_ENABLED], 8);
+        ck_assert_int_eq(p->knobs[KNOB_DEFRAG], word(KNOB_DEFRAG, "defer+madvise"));
+        ck_assert_int_eq(p->knobs[KNOB_SHMEM_ENABLED], word(KNOB_SHMEM_ENABLED, "advise"));
+        ck_assert_int_eq(p->knobs[mthp(64)], KNOB_MTHP_INHERIT);
+        ck_assert_uint_eq(p->knob_lines[mthp(64)], 11);
+        ck_assert_int_eq(p->knobs[mthp(2048)], word(mthp(2048), "madvise"));
+        ck_assert_int_eq(p->knobs[mthp(128)], KNOB_VALUE_UNSET);
+        ck_assert_uint_eq(p->knob_lines[mthp(128)], 0);
+
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_DEFRAG], 0);
+        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_DEFRAG], 14);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_NONE], 0);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_SWAP], 32);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_SHARED], 128);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_PAGES_TO_SCAN], 2048);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS], 30000);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS], 120000);
+        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS], 20);
+
+        ck_assert(p->has_pool);
+        ck_assert_uint_eq(p->pool.page_size_kb, 2048);
+        ck_assert_uint_eq(p->pool.pages, 4096);
+        ck_assert_int_eq(p->pool.node, 1);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_pools) {
+        static const struct {
+                const char *hugetlb;
+                uint64_t page_size_kb, pages;
+        } cases[] = {
+                { "Pages=4103\n", 2048, 4103 },
+                { "Size=3M\n", 2048, 2 },             /* rounded up to whole pages */
+                { "Size=4M\n", 2048, 2 },
+                { "PageSize=1G\nSize=1500M\n", 1048576, 2 },
+                { "Size=2G\nPageSize=1G\n", 1048576, 2 }, /* PageSize= may come after Size= */
+                { "PageSize=64K\nPages=1\n", 64, 1 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                g_autofree char *text = g_strconcat("[Policy]\nUnits=a.service\n[HugeTLB]\n", cases[i].hugetlb, NULL);
+                g_autoptr(Policy) p = NULL;
+                Diagnostics d;
+
+                diagnostics_init(&d);
+                ck_assert_int_eq(parse(text, &d, &p), 0);
+                ck_assert_uint_eq(d.items->len, 0);
+                ck_assert(p->has_pool);
+                ck_assert_uint_eq(p->pool.page_size_kb, cases[i].page_size_kb);
+                ck_assert_uint_eq(p->pool.pages, cases[i].pages);
+                ck_assert_int_eq(p->pool.node, POOL_NODE_ANY);
+                /* A pool-only policy votes on no knob. */
+                FOREACH_KNOB(k)
+                        ck_assert_int_eq(p->knobs[k], KNOB_VALUE_UNSET);
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
+START_TEST(test_knob_only_has_no_pool) {
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[Khugepaged]\nDefrag=no\n", &d, &p), 0);
+        ck_assert(!p->has_pool);
+        ck_assert_ptr_null(p->description);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_DEFRAG], 0);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_empty_file) {
+        g_autofree char *dir = test_mkdtemp();
+        g_autofree char *path = g_build_filename(dir, "empty.conf", NULL);
+        Policy *p = NULL;
+        Diagnostics d;
+
+        test_write_file(dir, "empty.conf", "");
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        ck_assert_uint_eq(d.n_errors, 1);
+        ck_assert_str_eq(((Diagnostic *) g_ptr_array_index(d.items, 0))->file, path);
+        ck_assert_uint_eq(((Diagnostic *) g_ptr_array_index(d.items, 0))->line, 0);
+        ck_assert_ptr_nonnull(strstr(((Diagnostic *) g_ptr_array_index(d.items, 0))->message, "empty"));
+        diagnostics_clear(&d);
+        test_rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_load("/nonexistent/thpd/x.conf", &d, &p), -ENOENT);
+        ck_assert_ptr_null(p);
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_binary_garbage) {
+        /* Random bytes with a fixed seed, so a failure can be reproduced. The diagnostic must
+         * name the line that holds the first byte no text file has. */
+        g_autoptr(GRand) rand = g_rand_new_with_seed(0x7468706);
+        char data[4096];
+        unsigned expected_line = 1;
+        Policy *p = NULL;
+        Diagnostics d;
+
+        for (size_t i = 0; i < sizeof data; i++)
+                data[i] = (char) g_rand_int_range(rand, 0, 256);
+        data[sizeof data / 2] = '\0';
+        for (size_t i = 0; i < sizeof data; i++) {
+                unsigned char c = (unsigned char) data[i];
+
+                if (c == '\n') {
+                        expected_line++;
+                        continue;
+                }
+                if (c == '\0' || c == 0x7f || (c < 0x20 && c != '\t' && c != '\r') ||
+                    (c == '\r' && i + 1 < sizeof data && data[i + 1] != '\n'))
+                        break;
+        }
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_bytes(data, sizeof data, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        assert_diag(&d, DIAGNOSTIC_ERROR, expected_line, "binary");
+        /* Reading stops there: nothing after it, and no follow-up noise such as "Units= is
+         * missing". Lines before it may have earned their own errors (e.g. invalid UTF-8). */
+        for (guint i = 0; i < d.items->len; i++) {
+                const Diagnostic *diag = g_ptr_array_index(d.items, i);
+
+                ck_assert_uint_le(diag->line, expected_line);
+                ck_assert_uint_ne(diag->line, 0);
+        }
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_nul_in_good_file) {
+        static const char data[] = "[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=ne\0ver\n";
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_bytes(data, sizeof data - 1, &d, &p), -EINVAL);
+        ck_assert_uint_eq(d.n_errors, 1);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "binary");
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_long_lines) {
+        g_autofree char *filler = g_strnfill(1u << 20, 'y');
+        g_autofree char *text = g_strconcat("[Policy]\nUnits=a.service\nDescription=", filler,
+                                            "\n[TransparentHugePages]\nEnabled=sometimes\n", NULL);
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        /* The long line is one line: the next lines keep their numbers. */
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "too long");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "invalid value 'sometimes'");
+        ck_assert_uint_eq(d.n_errors, 2);
+        ck_assert_uint_eq(d.n_warnings, 0);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_line_length_limit) {
+        /* inih's buffer holds 197 characters plus "\r\n\0". */
+        for (size_t len = 196; len <= 199; len++) {
+                g_autofree char *desc = g_strnfill(len - strlen("Description="), 'd');
+                g_autofree char *text = g_strdup_printf("[Policy]\nUnits=a.service\nDescription=%s\r\n"
+                                                        "[TransparentHugePages]\r\nEnabled=never\n", desc);
+                g_autoptr(Policy) p = NULL;
+                Diagnostics d;
+
+                diagnostics_init(&d);
+                if (len <= 197) {
+                        ck_assert_int_eq(parse(text, &d, &p), 0);
+                        ck_assert_uint_eq(strlen(p->description), len - strlen("Description="));
+                } else {
+                        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+                        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "too long");
+                        ck_assert_uint_eq(d.n_errors, 1);
+                }
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
+START_TEST(test_syntax_errors_on_every_line) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=a.service\n"                /* 2 */
+                "this is not a key\n"              /* 3 */
+                "[TransparentHugePages\n"          /* 4: still in [Policy] */
+                "also bad\n"                       /* 5 */
+                "=never\n"                         /* 6 */
+                "  indented, nothing to continue\n" /* 7: a key without a name is no key */
+                "[TransparentHugePages]\n"         /* 8 */
+                "Enabled=never\n"                  /* 9 */
+                "bad again ; with a comment\n";    /* 10 */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "syntax error");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "closing ']'");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "syntax error");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "missing key name");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 7, "syntax error");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 10, "syntax error");
+        ck_assert_uint_eq(d.n_errors, 6);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_unknown_sections_and_keys_warn) {
+        static const char text[] =
+                "Stray=1\n"                        /* 1 */
+                "[Policy]\n"                       /* 2 */
+                "Units=a.service\n"                /* 3 */
+                "Colour=blue\n"                    /* 4 */
+                "[Frobnicate]\n"                   /* 5 */
+                "Anything=goes\n"                  /* 6 */
+                "[TransparentHugePages]\n"         /* 7 */
+                "Enabled=never\n"                  /* 8 */
+                "Enabled.3K=never\n"               /* 9 */
+                "enabled=never\n"                  /* 10: keys are case-sensitive */
+                "[Khugepaged]\n"                   /* 11 */
+                "MaxPtes=0\n"                      /* 12 */
+                "[HugeTLB]\n"                      /* 13 */
+                "Pages=1\n"                        /* 14 */
+                "Count=2\n";                       /* 15 */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        ck_assert_ptr_nonnull(p);
+        assert_diag(&d, DIAGNOSTIC_WARNING, 1, "outside of any section");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 4, "unknown key Colour=");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 5, "unknown section [Frobnicate]");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 9, "Enabled.16K");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 10, "unknown key enabled=");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 12, "unknown key MaxPtes=");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 15, "unknown key Count=");
+        /* Keys of an unknown section are covered by the section's warning. */
+        ck_assert_uint_eq(d.n_warnings, 7);
+        ck_assert_uint_eq(d.n_errors, 0);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_bad_values) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=a.service\n"                /* 2 */
+                "[TransparentHugePages]\n"         /* 3 */
+                "Enabled=sometimes\n"              /* 4 */
+                "Defrag=NEVER\n"                   /* 5 */
+                "ShmemEnabled=\n"                  /* 6 */
+                "Enabled.64K=inherits\n"           /* 7 */
+                "[Khugepaged]\n"                   /* 8 */
+                "MaxPtesNone=512\n"                /* 9 */
+                "PagesToScan=0\n"                  /* 10 */
+                "ScanSleepMillisecs=-1\n"          /* 11 */
+                "Defrag=2\n"                       /* 12 */
+                "[HugeTLB]\n"                      /* 13 */
+                "Pages=lots\n"                     /* 14 */
+                "Node=1024\n";                     /* 15 */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "accepted: never, madvise, always");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "accepted: never, defer, madvise, defer+madvise, always");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "has no value");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 7, "accepted: never, madvise, always, inherit");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 9, "out of range; accepted: 0-511");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 10, "out of range");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 11, "invalid value '-1'");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 12, "accepted: 0-1");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 14, "invalid Pages=lots");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 15, "invalid Node=1024");
+        ck_assert_uint_eq(d.n_errors, 10);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_duplicates_and_continuations) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Description=first line\n"         /* 2 */
+                "  second line\n"                  /* 3: continues Description= */
+                "Units=a.service\n"                /* 4 */
+                "\tb.service c.service\n"          /* 5: continues Units= */
+                "Units=d.service\n"                /* 6: duplicate */
+                "  e.service\n"                    /* 7: continues the rejected duplicate: ignored */
+                "[TransparentHugePages]\n"         /* 8 */
+                "Enabled=never\n"                  /* 9 */
+                "  always\n"                       /* 10: a knob takes one value */
+                "Enabled=madvise\n"                /* 11: duplicate */
+                "[TransparentHugePages]\n"         /* 12 */
+                "Enabled=always\n";                /* 13: a repeated section does not reset keys */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "duplicate key Units= (first set on line 4)");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 10, "Enabled= takes a single value");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 11, "duplicate key Enabled= (first set on line 9)");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 13, "duplicate key Enabled= (first set on line 9)");
+        ck_assert_uint_eq(d.n_errors, 4);
+        ck_assert_uint_eq(d.n_warnings, 0);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_continuations_accepted) {
+        static const char text[] =
+                "[Policy]\n"
+                "Description=first line\n"
+                "  second line\n"
+                "Units=a.service\n"
+                "\tb.service c.service\n"
+                "   d@.service\n"
+                "[TransparentHugePages]\n"
+                "  Enabled=never\n"; /* indented, but no key precedes it in this section */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        ck_assert_uint_eq(d.items->len, 0);
+        ck_assert_str_eq(p->description, "first line second line");
+        ck_assert_uint_eq(g_strv_length(p->units), 4);
+        ck_assert_str_eq(p->units[3], "d@.service");
+        ck_assert_int_eq(p->knobs[KNOB_ENABLED], word(KNOB_ENABLED, "never"));
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_missing_units) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("# x\n[Policy]\nDescription=x\n[TransparentHugePages]\nEnabled=never\n", &d, &p),
+                         -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 2, "Units= is missing");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+
+        /* Without a [Policy] section the whole file is at fault. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[TransparentHugePages]\nEnabled=never\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 0, "Units= is missing");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(test_no_setting) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[TransparentHugePages]\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 0, "no setting");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+
+        /* An empty [HugeTLB] section is a pool without a size. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[HugeTLB]\nPageSize=1G\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "needs Size= or Pages=");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 0, "no setting");
+        ck_assert_uint_eq(d.n_errors, 2);
+        diagnostics_clear(&d);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(test_size_and_pages) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[HugeTLB]\nSize=8G\nPageSize=2M\nPages=4096\n", &d, &p),
+                         -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "Size= (line 4) and Pages= both set");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(test_bad_page_size) {
+        static const char *const bad[] = { "3K", "2K", "0", "1000000", "big", "-2M", "3M" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                g_autofree char *text = g_strdup_printf("[Policy]\nUnits=a.service\n[HugeTLB]\nPages=1\nPageSize=%s\n",
+                                                        bad[i]);
+                Policy *p = NULL;
+                Diagnostics d;
+
+                diagnostics_init(&d);
+                ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+                ck_assert_ptr_null(p);
+                assert_diag(&d, DIAGNOSTIC_ERROR, 5, "power of two of at least 4K");
+                ck_assert_uint_eq(d.n_errors, 1);
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
+START_TEST(test_zero_pool) {
+        static const char *const bad[] = { "Pages=0", "Size=0" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                g_autofree char *text = g_strdup_printf("[Policy]\nUnits=a.service\n[HugeTLB]\n%s\n", bad[i]);
+                Policy *p = NULL;
+                Diagnostics d;
+
+                diagnostics_init(&d);
+                ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+                assert_diag(&d, DIAGNOSTIC_ERROR, 4, "above zero");
+                ck_assert_uint_eq(d.n_errors, 1);
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
+START_TEST(test_unit_entries_that_never_match) {
+        static const char text[] =
+                "[Policy]\n"                                           /* 1 */
+                "Units=ok.service *.socket x.* ok@.service a.ser*\n"   /* 2: all plausible */
+                "  redis\n"                                            /* 3 */
+                "  redis.servce\n"                                     /* 4 */
+                "  /usr/bin/redis.service\n"                           /* 5 */
+                "  dev-sda\\x2d1.device\n"                             /* 6: plausible */
+                "[TransparentHugePages]\n"
+                "Enabled=never\n";
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        assert_diag(&d, DIAGNOSTIC_WARNING, 3, "'redis' has no unit type suffix");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 4, "'redis.servce' has no unit type suffix");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 5, "contains '/'");
+        ck_assert_uint_eq(d.n_warnings, 3);
+        ck_assert_uint_eq(g_strv_length(p->units), 9);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_bom_crlf_and_comments) {
+        static const char text[] =
+                "\xEF\xBB\xBF# with a byte order mark\r\n"
+                "[Policy]\r\n"
+                "Description=Café\r\n"
+                "Units=a.service ; an inline comment\r\n"
+                "[TransparentHugePages]\r\n"
+                "Enabled=never\r\n"
+                "Defrag=never # not a comment\r\n";
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        /* Only ';' starts an inline comment; '#' does only at the start of a line. */
+        assert_diag(&d, DIAGNOSTIC_ERROR, 7, "invalid value 'never # not a comment'");
+        ck_assert_uint_eq(d.n_errors, 1);
+        ck_assert_uint_eq(d.n_warnings, 0);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_invalid_utf8) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nDescription=Caf\xe9\n[TransparentHugePages]\nEnabled=x\n",
+                               &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "UTF-8");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "invalid value 'x'");
+        ck_assert_uint_eq(d.n_errors, 2);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_diagnostics_optional) {
+        g_autoptr(Policy) p = NULL;
+        Policy *bad = NULL;
+
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\n", NULL, &p), 0);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n", NULL, &bad), -EINVAL);
+        ck_assert_ptr_null(bad);
+}
+END_TEST
+
+static Policy *policy_with_units(const char *units) {
+        g_autofree char *text = g_strdup_printf("[Policy]\nUnits=%s\n[TransparentHugePages]\nEnabled=never\n", units);
+        Policy *p = NULL;
+
+        ck_assert_int_eq(parse(text, NULL, &p), 0);
+        return p;
+}
+
+START_TEST(test_matches_unit) {
+        g_autoptr(Policy) p = policy_with_units("redis-server.service redis-server@*.service foo@.service "
+                                                "pg-?.service dev-sda\\x2d1.device");
+
+        ck_assert(policy_matches_unit(p, "redis-server.service"));
+        ck_assert(policy_matches_unit(p, "redis-server@6379.service"));
+        ck_assert(!policy_matches_unit(p, "redis-server.socket"));
+        ck_assert(!policy_matches_unit(p, "redis.service"));
+        ck_assert(!policy_matches_unit(p, "xredis-server.service"));
+
+        /* A template name matches every instance, and only instances of that template. */
+        ck_assert(policy_matches_unit(p, "foo@bar.service"));
+        ck_assert(policy_matches_unit(p, "foo@a.b.service"));
+        ck_assert(policy_matches_unit(p, "foo@.service"));
+        ck_assert(!policy_matches_unit(p, "foo.service"));
+        ck_assert(!policy_matches_unit(p, "foobar@x.service"));
+        ck_assert(!policy_matches_unit(p, "foo@x.socket"));
+
+        ck_assert(policy_matches_unit(p, "pg-1.service"));
+        ck_assert(!policy_matches_unit(p, "pg-12.service"));
+
+        /* Backslashes in unit names are literal, not glob escapes. */
+        ck_assert(policy_matches_unit(p, "dev-sda\\x2d1.device"));
+        ck_assert(!policy_matches_unit(p, "dev-sdax2d1.device"));
+
+        ck_assert(!policy_matches_unit(p, NULL));
+        ck_assert(!policy_matches_unit(NULL, "redis-server.service"));
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("policy");
+        TCase *tc = tcase_create("parse");
+
+        tcase_add_test(tc, test_good_every_key);
+        tcase_add_test(tc, test_pools);
+        tcase_add_test(tc, test_knob_only_has_no_pool);
+        tcase_add_test(tc, test_empty_file);
+        tcase_add_test(tc, test_missing_file);
+        tcase_add_test(tc, test_binary_garbage);
+        tcase_add_test(tc, test_nul_in_good_file);
+        tcase_add_test(tc, test_long_lines);
+        tcase_add_test(tc, test_line_length_limit);
+        tcase_add_test(tc, test_syntax_errors_on_every_line);
+        tcase_add_test(tc, test_unknown_sections_and_keys_warn);
+        tcase_add_test(tc, test_bad_values);
+        tcase_add_test(tc, test_duplicates_and_continuations);
+        tcase_add_test(tc, test_continuations_accepted);
+        tcase_add_test(tc, test_missing_units);
+        tcase_add_test(tc, test_no_setting);
+        tcase_add_test(tc, test_size_and_pages);
+        tcase_add_test(tc, test_bad_page_size);
+        tcase_add_test(tc, test_zero_pool);
+        tcase_add_test(tc, test_unit_entries_that_never_match);
+        tcase_add_test(tc, test_bom_crlf_and_comments);
+        tcase_add_test(tc, test_invalid_utf8);
+        tcase_add_test(tc, test_diagnostics_optional);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("match");
+        tcase_add_test(tc, test_matches_unit);
+        suite_add_tcase(s, tc);
+
+        return test_run_suite(s);
+}
