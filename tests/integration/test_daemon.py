@@ -175,9 +175,8 @@ class HarnessTest(unittest.TestCase):
 class DaemonTest(ThpdTestCase):
     """The scenarios of issue "The daemon", item 7."""
 
-    def assert_change_logged(self, daemon, knob, value, policy, unit):
-        """design.md: one log line per change, naming the policy file and the unit."""
-        words = (knob, value, policy, unit)
+    def assert_change_logged(self, daemon, *words):
+        """One log line per change, naming what changed, the policy file and the unit."""
         thpdtest.wait_until(
             lambda: any(all(w in line for w in words) for line in daemon.log().splitlines()),
             message=lambda: self._describe(f'a log line with all of {words}'))
@@ -262,6 +261,7 @@ class DaemonTest(ThpdTestCase):
         self.assertEqual(self.kernel.read_pool(), 0)
         self.start_unit('postgresql.service')
         self.wait_pool(16)
+        self.assert_change_logged(thpd, 'pool', '16', 'postgresql.conf', 'postgresql.service')
         stopped = time.monotonic()
         self.stop_unit('postgresql.service')
         self.barrier()
