@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# thpd-ctl verify: exact FILE:LINE diagnostics, exit codes, and the precedence report.
+# Usage: test-ctl-verify.sh THPD_CTL BAD_POLICY_DIR
+set -u
+
+ctl=$1
+bad=$2
+failures=0
+scratch=$(mktemp -d /tmp/thpd-ctl-verify-XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+umask 022
+# Without root the scratch files are ours; trust our own uid instead of 0.
+[ "$(id -u)" -eq 0 ] || export THPD_TRUSTED_UID="$(id -u)"
+
+fail() {
+        echo "FAIL: $*"
+        failures=$((failures + 1))
+}
+
+expect_line() {
+        grep -qxF -- "$1" "$2" || fail "missing line '$1' in $2: $(cat "$2")"
+}
+
+# A broken file: exit 1 and one FILE:LINE diagnostic per bad line.
+"$ctl" verify "$bad/broken.conf" >"$scratch/out" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "broken.conf: exit $rc, expected 1"
+[ -s "$scratch/out" ] && fail "broken.conf: unexpected stdout: $(cat "$scratch/out")"
+expect_line "$bad/broken.conf:4: warning: Units= entry 'broken' has no unit type suffix (.service, .socket, .scope, .slice, ...); it never matches" "$scratch/err"
+expect_line "$bad/broken.conf:5: error: duplicate key Units= (first set on line 4)" "$scratch/err"
+expect_line "$bad/broken.conf:8: error: invalid value 'sometimes' for Enabled=; accepted: never, madvise, always" "$scratch/err"
+expect_line "$bad/broken.conf:9: error: syntax error: expected Key=Value, [Section] or a comment" "$scratch/err"
+expect_line "$bad/broken.conf:12: error: MaxPtesNone=512 is out of range; accepted: 0-511" "$scratch/err"
+expect_line "$bad/broken.conf:14: warning: unknown section [Bogus], its keys are ignored" "$scratch/err"
+[ "$(wc -l <"$scratch/err")" -eq 6 ] || fail "broken.conf: expected 6 diagnostics: $(cat "$scratch/err")"
+
+# Every file is checked even after a bad one; warnings alone do not fail.
+printf '[Policy]\nUnits=ok.service odd\n[TransparentHugePages]\nEnabled=never\n' >"$scratch/warn.conf"
+"$ctl" verify "$scratch/warn.conf" "$bad/size-and-pages.conf" "$scratch/warn.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "two files: exit $rc, expected 1"
+expect_line "$bad/size-and-pages.conf:7: error: Size= (line 6) and Pages= both set; use one of them" "$scratch/err"
+[ "$(grep -c "^$scratch/warn.conf:2: warning:" "$scratch/err")" -eq 2 ] || fail "warn.conf not checked twice"
+"$ctl" verify "$scratch/warn.conf" 2>/dev/null || fail "warnings only: exit $?, expected 0"
+
+# Binary garbage: one error at the line of the first bad byte.
+printf '[Policy]\nUnits=a.service\n\001\002\000garbage\n' >"$scratch/binary.conf"
+"$ctl" verify "$scratch/binary.conf" 2>"$scratch/err"
+[ $? -eq 1 ] || fail "binary.conf: expected exit 1"
+grep -q "^$scratch/binary.conf:3: error: binary data" "$scratch/err" || fail "binary.conf: $(cat "$scratch/err")"
+
+# Usage errors exit 2.
+"$ctl" frobnicate 2>/dev/null; rc=$?
+[ "$rc" -eq 2 ] || fail "unknown verb: exit $rc, expected 2"
+"$ctl" verify --no-such-option 2>/dev/null; rc=$?
+[ "$rc" -eq 2 ] || fail "unknown option: exit $rc, expected 2"
+"$ctl" 2>/dev/null; rc=$?
+[ "$rc" -eq 2 ] || fail "no verb: exit $rc, expected 2"
+"$ctl" --version | grep -q '^thpd-ctl [0-9]' || fail "--version"
+"$ctl" --help | grep -q '^  verify' || fail "--help does not list verify"
+
+# Directories: which file wins, what it overrides, what is masked.
+etc=$scratch/etc; usr=$scratch/usr
+mkdir -p "$etc" "$usr"
+good='[Policy]\nUnits=x.service\n[TransparentHugePages]\nEnabled=never\n'
+printf "$good" >"$usr/a.conf"
+printf "$good" >"$etc/a.conf"
+printf "$good" >"$usr/b.conf"
+ln -s /dev/null "$etc/b.conf"
+printf "$good" >"$usr/c.conf"
+"$ctl" verify --policy-dir="$etc" --policy-dir="$usr" >"$scratch/out" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "dirs: exit $rc, expected 0: $(cat "$scratch/err")"
+cat >"$scratch/expected" <<END
+a.conf: $etc/a.conf
+        overrides $usr/a.conf
+b.conf: masked by $etc/b.conf
+        masks $usr/b.conf
+c.conf: $usr/c.conf
+END
+diff -u "$scratch/expected" "$scratch/out" || fail "dirs: unexpected report"
+
+# A bad effective file fails verify; the others are still listed.
+cp "$bad/broken.conf" "$etc/c.conf"
+"$ctl" verify --policy-dir="$etc" --policy-dir="$usr" >"$scratch/out" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "dirs with a bad file: exit $rc, expected 1"
+expect_line "$etc/c.conf:8: error: invalid value 'sometimes' for Enabled=; accepted: never, madvise, always" "$scratch/err"
+expect_line "a.conf: $etc/a.conf" "$scratch/out"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "all thpd-ctl verify checks passed"
