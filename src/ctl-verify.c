@@ -7,6 +7,14 @@
 #include "policy.h"
 #include "util.h"
 
+/* With --prefix=/usr/local the vendor directory is also the local one. */
+static bool listed_before(const char *const *dirs, size_t i) {
+        for (size_t j = 0; j < i; j++)
+                if (streq(dirs[j], dirs[i]))
+                        return true;
+        return false;
+}
+
 /* Prints which file wins for each policy name, then parses the winners as the daemon would. */
 static int verify_dirs(const char *const *dirs, Diagnostics *diag) {
         g_autoptr(GPtrArray) files = NULL;
@@ -20,7 +28,8 @@ static int verify_dirs(const char *const *dirs, Diagnostics *diag) {
         if (files->len == 0) {
                 printf("No policy files in:");
                 for (size_t i = 0; dirs[i]; i++)
-                        printf(" %s", dirs[i]);
+                        if (!listed_before(dirs, i))
+                                printf(" %s", dirs[i]);
                 printf("\n");
         }
 
