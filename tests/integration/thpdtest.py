@@ -598,13 +598,16 @@ class ThpdTestCase(unittest.TestCase):
     def read_knobs(self, names):
         return {name: self.kernel.read_knob(name) for name in names}
 
-    def wait_knobs(self, expected, timeout=DEFAULT_TIMEOUT):
-        """Waits until each knob reads its value: wait_knobs({'khugepaged/defrag': '0'})."""
+    def wait_knobs(self, expected=(), /, timeout=DEFAULT_TIMEOUT, **knobs):
+        """Waits until each knob reads its value, given as a mapping and/or keywords:
+        wait_knobs({'khugepaged/defrag': '0'}, enabled='never')."""
+        expected = dict(expected, **knobs)
         wait_until(lambda: self.read_knobs(expected) == expected, timeout,
                    lambda: self._describe(f'knobs {expected}, have {self.read_knobs(expected)}'))
 
-    def assert_knobs(self, expected):
-        """Asserts each knob reads its value now."""
+    def assert_knobs(self, expected=(), /, **knobs):
+        """Asserts each knob reads its value now (arguments as for wait_knobs)."""
+        expected = dict(expected, **knobs)
         self.assertEqual(self.read_knobs(expected), expected, self._describe('knob values'))
 
     def wait_pool(self, pages, field='nr_hugepages', size_kb=2048, timeout=DEFAULT_TIMEOUT):
