@@ -1,17 +1,849 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "config.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "polkit.h"
 #include "util.h"
 
-#include <config.h>
+#define USEC_PER_SEC UINT64_C(1000000)
+#define OVERRIDE_MAX_USEC (365 * 24 * 3600 * USEC_PER_SEC)
+
+/* Await() callers held at once. Each costs a message and a bus match; beyond this a caller gets
+ * LimitsExceeded instead of our memory. */
+#define AWAITERS_MAX 1024U
+
+/* Caller-supplied strings are cut to this many characters in error messages and logs. */
+#define QUOTE_MAX 64
+
+/* Matches the limit systemd puts on unit names. */
+#define UNIT_NAME_MAX 256
+
+typedef struct Awaiter {
+        Manager *m;
+        sd_bus_message *call;
+        sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
+} Awaiter;
+
+/* Properties that send PropertiesChanged; see tracked_properties[]. */
+enum {
+        TRACKED_KNOBS,
+        TRACKED_ACTIVE_POLICIES,
+        TRACKED_POOLS,
+        TRACKED_NEEDS_RESTART,
+        TRACKED_OVERRIDE,
+        TRACKED_OVERRIDE_EXPIRES_AT,
+        TRACKED_STORM_STATE,
+        TRACKED_STORM_ACTION,
+        TRACKED_STATUS,
+        _TRACKED_MAX,
+};
 
 typedef struct BusData {
         sd_bus_slot *vtable_slot;
+        PolkitRegistry *polkit;
+        GPtrArray *awaiters;               /* Awaiter* */
+        StormAction storm_action;
+        /* The value of each tracked property as last announced, in sd_bus_message_dump() form:
+         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent. */
+        char *announced[_TRACKED_MAX];
 } BusData;
+
+/* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
+static char *quote(const char *s) {
+        if (g_utf8_strlen(s, -1) <= QUOTE_MAX)
+                return g_strdup_printf("\"%s\"", s);
+
+        g_autofree char *head = g_utf8_substring(s, 0, QUOTE_MAX);
+        return g_strdup_printf("\"%s…\"", head);
+}
+
+static const char *value_or_empty(Knob k, KnobValue v, char buf[static 24]) {
+        return v == KNOB_VALUE_UNSET ? "" : knob_value_to_string(k, v, buf);
+}
+
+static PolicyRuntime *runtime_of(const Manager *m, const char *policy_name) {
+        return g_hash_table_lookup(m->policy_runtime, policy_name);
+}
+
+static bool policy_is_active(const Manager *m, const char *policy_name) {
+        PolicyRuntime *rt = runtime_of(m, policy_name);
+
+        return rt && rt->active;
+}
+
+static const Policy *find_policy(const Manager *m, const char *name) {
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+
+                if (streq(p->name, name))
+                        return p;
+        }
+        return NULL;
+}
+
+/* Comma-separated names of the knobs this kernel has, for error messages. */
+static char *present_knob_names(const Manager *m) {
+        GString *s = g_string_new(NULL);
+
+        FOREACH_KNOB(k)
+                if (m->present[k])
+                        g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "", knob_name(k));
+        return g_string_free(s, FALSE);
+}
+
+static int append_strings(sd_bus_message *reply, GPtrArray *strings) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        for (guint i = 0; r >= 0 && strings && i < strings->len; i++)
+                r = sd_bus_message_append(reply, "s", (const char *) g_ptr_array_index(strings, i));
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+/* ---- storms ---- */
+
+static unsigned phase_severity(StormPhase p) {
+        switch (p) {
+        case STORM_PHASE_STORM:
+                return 3;
+        case STORM_PHASE_COOLING:
+                return 2;
+        case STORM_PHASE_SUSPECT:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+static StormPhase worst_storm_phase(const Manager *m) {
+        StormPhase worst = STORM_PHASE_CALM;
+
+        if (!m->storm)
+                return worst;
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++) {
+                StormPhase p = storm_watcher_get_phase(m->storm, k);
+
+                if (phase_severity(p) > phase_severity(worst))
+                        worst = p;
+        }
+        return worst;
+}
+
+/* The figures that tell a storm of this kind, as a{sd}. */
+static int append_figures(sd_bus_message *msg, StormKind kind, const StormFigures *f) {
+        struct {
+                const char *name;
+                double value;
+                bool shown;
+        } rows[] = {
+                { "window_seconds", 0, true },
+                { "compact_stalls_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "compact_fail_ratio", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "compact_scanned_per_sec", 0, kind != STORM_KIND_KHUGEPAGED },
+                { "thp_fault_fallback_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "thp_fault_fallback_ratio", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "allocstalls_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "thp_collapse_failed_per_sec", 0, kind == STORM_KIND_KHUGEPAGED },
+                { "khugepaged_cpu_percent", 0, kind == STORM_KIND_KHUGEPAGED },
+                { "compact_daemon_wakes_per_sec", 0, kind == STORM_KIND_KCOMPACTD },
+                { "kcompactd_cpu_percent", 0, kind == STORM_KIND_KCOMPACTD },
+                { "psi_memory_some_percent", 0, false },
+                { "psi_memory_full_percent", 0, false },
+        };
+        int r;
+
+        r = sd_bus_message_open_container(msg, 'a', "{sd}");
+        if (r < 0)
+                return r;
+        if (f) {
+                rows[0].value = (double) f->window_usec / (double) USEC_PER_SEC;
+                rows[1].value = f->compact_stalls_per_sec;
+                rows[2].value = f->compact_fail_ratio;
+                rows[3].value = f->compact_scanned_per_sec;
+                rows[4].value = f->thp_fault_fallback_per_sec;
+                rows[5].value = f->thp_fault_fallback_ratio;
+                rows[6].value = f->allocstalls_per_sec;
+                rows[7].value = f->thp_collapse_failed_per_sec;
+                rows[8].value = f->khugepaged_cpu_percent;
+                rows[9].value = f->compact_daemon_wakes_per_sec;
+                rows[10].value = f->kcompactd_cpu_percent;
+                rows[11].value = f->psi_memory_some_percent;
+                rows[11].shown = f->has_psi_memory;
+                rows[12].value = f->psi_memory_full_percent;
+                rows[12].shown = f->has_psi_memory;
+                for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                        if (!rows[i].shown)
+                                continue;
+                        r = sd_bus_message_append(msg, "{sd}", rows[i].name, rows[i].value);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return sd_bus_message_close_container(msg);
+}
+
+/* ---- properties ---- */
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", THPD_VERSION);
+}
+
+static int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        KnobValue baseline[_KNOB_MAX];
+        int r;
+
+        manager_effective_baseline(m, baseline);
+        r = sd_bus_message_open_container(reply, 'a', "(sssssss)");
+        if (r < 0)
+                return r;
+        FOREACH_KNOB(k) {
+                const Source *s = &m->target.source[k];
+                bool resolved = m->applied_once && s->kind != SOURCE_NONE;
+                char applied[24], target[24], base[24];
+
+                if (!m->present[k])
+                        continue;
+                r = sd_bus_message_append(reply, "(sssssss)", knob_name(k),
+                                          value_or_empty(k, m->applied[k], applied),
+                                          value_or_empty(k, resolved ? m->target.value[k] : KNOB_VALUE_UNSET, target),
+                                          value_or_empty(k, baseline[k], base),
+                                          resolved ? source_kind_to_string(s->kind) : "",
+                                          resolved && s->kind == SOURCE_POLICY ? s->policy->name : "",
+                                          resolved && s->kind == SOURCE_POLICY && s->unit ? s->unit : "");
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_active_policies(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sas)");
+        if (r < 0)
+                return r;
+        /* m->policies, not the runtime table: that one remembers policies a reload removed. */
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                PolicyRuntime *rt = runtime_of(m, p->name);
+
+                if (!rt || !rt->active)
+                        continue;
+                r = sd_bus_message_open_container(reply, 'r', "sas");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", p->name);
+                if (r >= 0)
+                        r = append_strings(reply, rt->units);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(tittts)");
+        if (r < 0)
+                return r;
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+
+                r = sd_bus_message_append(reply, "(tittts)", p->page_size_kb, (int32_t) p->node, p->target, p->allocated,
+                                          p->free, p->shortfall ?: "");
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GPtrArray) units = g_ptr_array_new();
+        GHashTableIter iter;
+        gpointer unit_name;
+        int r;
+
+        g_hash_table_iter_init(&iter, m->needs_restart);
+        while (g_hash_table_iter_next(&iter, &unit_name, NULL))
+                g_ptr_array_add(units, unit_name);
+        /* Sorted, so that the same set always reads (and compares) the same. */
+        g_ptr_array_sort(units, compare_strings);
+        r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (guint i = 0; r >= 0 && i < units->len; i++) {
+                const char *unit = g_ptr_array_index(units, i);
+
+                r = sd_bus_message_append(reply, "(ss)", unit, (const char *) g_hash_table_lookup(m->needs_restart, unit));
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        FOREACH_KNOB(k) {
+                char buf[24];
+
+                if (m->override[k] == KNOB_VALUE_UNSET)
+                        continue;
+                r = sd_bus_message_append(reply, "{ss}", knob_name(k), knob_value_to_string(k, m->override[k], buf));
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_override_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "t", m->override_expires_realtime);
+}
+
+static int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", storm_phase_to_string(worst_storm_phase(userdata)));
+}
+
+static int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssa{sd})");
+        if (r < 0)
+                return r;
+        for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++) {
+                r = sd_bus_message_open_container(reply, 'r', "ssa{sd}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ss", storm_kind_to_string(k),
+                                                  storm_phase_to_string(storm_watcher_get_phase(m->storm, k)));
+                if (r >= 0)
+                        r = append_figures(reply, k, storm_watcher_get_latest(m->storm));
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_storm_action(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        BusData *d = m->bus_data;
+
+        return sd_bus_message_append(reply, "s", storm_action_to_string(d->storm_action));
+}
+
+static int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "s", m->status ?: "");
+}
+
+static const struct {
+        const char *name;
+        sd_bus_property_get_t get;
+} tracked_properties[_TRACKED_MAX] = {
+        [TRACKED_KNOBS] = { "Knobs", property_get_knobs },
+        [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
+        [TRACKED_POOLS] = { "HugeTLBPools", property_get_pools },
+        [TRACKED_NEEDS_RESTART] = { "NeedsRestart", property_get_needs_restart },
+        [TRACKED_OVERRIDE] = { "Override", property_get_override },
+        [TRACKED_OVERRIDE_EXPIRES_AT] = { "OverrideExpiresAt", property_get_override_expires_at },
+        [TRACKED_STORM_STATE] = { "StormState", property_get_storm_state },
+        [TRACKED_STORM_ACTION] = { "StormAction", property_get_storm_action },
+        [TRACKED_STATUS] = { "Status", property_get_status },
+};
+
+/* The property's current value as text; NULL if it cannot be built (then it counts as changed). */
+static char *property_snapshot(Manager *m, sd_bus_property_get_t get) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        g_autofree char *text = NULL;
+        size_t size = 0;
+
+        if (sd_bus_message_new_signal(m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
+            get(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, m, &error) < 0 ||
+            sd_bus_message_seal(msg, 1, 0) < 0)
+                return NULL;
+        f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        if (sd_bus_message_dump(msg, f, 0) < 0 || fflush(f) != 0)
+                return NULL;
+        fclose(TAKE_PTR(f));
+        return TAKE_PTR(text);
+}
+
+static void emit_changed_properties(Manager *m) {
+        BusData *d = m->bus_data;
+        const char *changed[_TRACKED_MAX + 1];
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < _TRACKED_MAX; i++) {
+                g_autofree char *now = property_snapshot(m, tracked_properties[i].get);
+
+                if (now && streq_ptr(now, d->announced[i]))
+                        continue;
+                g_free(d->announced[i]);
+                d->announced[i] = TAKE_PTR(now);
+                changed[n++] = tracked_properties[i].name;
+        }
+        if (n == 0)
+                return;
+        changed[n] = NULL;
+        r = sd_bus_emit_properties_changed_strv(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send PropertiesChanged: %s", strerror(-r));
+}
+
+/* ---- authorization ---- */
+
+/* 1: go ahead; 0: pending, the handler must return 1 without replying; < 0: denied (error set). */
+static int verify_manage(Manager *m, sd_bus_message *msg, uid_t *ret_uid, sd_bus_error *error) {
+        BusData *d = m->bus_data;
+        PolkitPolicy policy = {
+                .action = THPD_POLKIT_ACTION,
+                /* A --user daemon belongs to the user who started it; polkit only knows callers on
+                 * the system bus. */
+                .trusted_uid = m->options.user ? geteuid() : (uid_t) -1,
+                .polkit_bus = m->options.user ? NULL : m->bus,
+        };
+
+        return polkit_verify_async(d->polkit, &policy, msg, ret_uid, error);
+}
+
+/* ---- methods ---- */
+
+static int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssssbasas)");
+        for (guint i = 0; r >= 0 && i < m->policy_files->len; i++) {
+                const PolicyFile *f = g_ptr_array_index(m->policy_files, i);
+                const Policy *p = f->path ? find_policy(m, f->name) : NULL;
+
+                r = sd_bus_message_open_container(reply, 'r', "ssssbasas");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ssssb", f->name, f->path ?: "", f->masked_by ?: "",
+                                                  p && p->description ? p->description : "",
+                                                  p && policy_is_active(m, p->name));
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(reply, p ? p->units : NULL);
+                if (r >= 0)
+                        r = append_strings(reply, f->shadowed);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Parses a knob name from a caller; sets error for an unknown or absent knob. */
+static int knob_from_caller(const Manager *m, const char *name, Knob *ret, sd_bus_error *error) {
+        g_autofree char *q = quote(name);
+        Knob k;
+
+        if (knob_from_name(name, &k) < 0) {
+                g_autofree char *known = present_knob_names(m);
+
+                return sd_bus_error_setf(error, THPD_ERROR_UNKNOWN_KNOB, "Unknown knob %s; this kernel has: %s.", q, known);
+        }
+        if (!m->present[k])
+                return sd_bus_error_setf(error, THPD_ERROR_NOT_SUPPORTED,
+                                         "This kernel has no %s knob (no such file under /sys/kernel/mm/transparent_hugepage/).",
+                                         knob_name(k));
+        *ret = k;
+        return 0;
+}
+
+static int append_vote(sd_bus_message *reply, Knob k, KnobValue v, SourceKind kind, const char *policy,
+                       const char *unit, bool wins) {
+        char buf[24];
+
+        return sd_bus_message_append(reply, "(sssssb)", knob_name(k), knob_value_to_string(k, v, buf),
+                                     source_kind_to_string(kind), policy ?: "", unit ?: "", wins);
+}
+
+static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
+        const Source *s = &m->target.source[k];
+        int r;
+
+        if (baseline[k] != KNOB_VALUE_UNSET) {
+                r = append_vote(reply, k, baseline[k], SOURCE_BASELINE, NULL, NULL, s->kind == SOURCE_BASELINE);
+                if (r < 0)
+                        return r;
+        }
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                PolicyRuntime *rt = runtime_of(m, p->name);
+
+                if (p->knobs[k] == KNOB_VALUE_UNSET || !rt || !rt->active)
+                        continue;
+                r = append_vote(reply, k, p->knobs[k], SOURCE_POLICY, p->name,
+                                rt->units->len > 0 ? g_ptr_array_index(rt->units, 0) : NULL,
+                                s->kind == SOURCE_POLICY && s->policy == p);
+                if (r < 0)
+                        return r;
+        }
+        if (m->mitigation[k] != KNOB_VALUE_UNSET) {
+                r = append_vote(reply, k, m->mitigation[k], SOURCE_MITIGATION, NULL, NULL, s->kind == SOURCE_MITIGATION);
+                if (r < 0)
+                        return r;
+        }
+        if (m->override[k] != KNOB_VALUE_UNSET) {
+                r = append_vote(reply, k, m->override[k], SOURCE_OVERRIDE, NULL, NULL, s->kind == SOURCE_OVERRIDE);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        KnobValue baseline[_KNOB_MAX];
+        const char *name;
+        Knob only = _KNOB_INVALID;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        if (name[0] != '\0') {
+                r = knob_from_caller(m, name, &only, error);
+                if (r < 0)
+                        return r;
+        }
+
+        manager_effective_baseline(m, baseline);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssssb)");
+        FOREACH_KNOB(k) {
+                if (r < 0)
+                        break;
+                if (!m->present[k] || (only != _KNOB_INVALID && k != only))
+                        continue;
+                r = append_votes(m, reply, k, baseline);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        uid_t uid;
+        int r;
+
+        r = verify_manage(m, msg, &uid, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        log_info("Reload requested over D-Bus by uid %" PRIu32 " (%s).", (uint32_t) uid, sd_bus_message_get_sender(msg));
+        r = manager_reload(m);
+        if (r < 0)
+                return sd_bus_error_setf(error, THPD_ERROR_FAILED, "Reloading failed: %s", strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Reads SetOverride's arguments; every problem is an error naming the knob or value. */
+static int read_override(Manager *m, sd_bus_message *msg, KnobValue values[_KNOB_MAX], uint64_t *ret_duration,
+                         sd_bus_error *error) {
+        const char *name, *value;
+        unsigned n = 0;
+        int r;
+
+        FOREACH_KNOB(k)
+                values[k] = KNOB_VALUE_UNSET;
+
+        r = sd_bus_message_enter_container(msg, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(msg, "{ss}", &name, &value)) > 0) {
+                char accepted[96];
+                KnobValue v;
+                Knob k;
+
+                r = knob_from_caller(m, name, &k, error);
+                if (r < 0)
+                        return r;
+                if (values[k] != KNOB_VALUE_UNSET)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is given more than once.", knob_name(k));
+                r = knob_value_from_string(k, value, &v);
+                if (r < 0) {
+                        g_autofree char *q = quote(value);
+
+                        return sd_bus_error_setf(error, THPD_ERROR_INVALID_VALUE, "%s is %s for %s; accepted: %s.", q,
+                                                 r == -ERANGE ? "out of range" : "not a value", knob_name(k),
+                                                 knob_describe_values(k, accepted));
+                }
+                values[k] = v;
+                n++;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "t", ret_duration);
+        if (r < 0)
+                return r;
+
+        if (n == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "SetOverride needs at least one knob value; ClearOverride drops the override.");
+        if (*ret_duration > OVERRIDE_MAX_USEC)
+                return sd_bus_error_setf(error, THPD_ERROR_INVALID_DURATION,
+                                         "An override lasts at most one year (365 days), not %" PRIu64
+                                         " s; use 0 for one that lasts until it is cleared.",
+                                         *ret_duration / USEC_PER_SEC);
+        return 0;
+}
+
+static int method_set_override(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GString) summary = g_string_new(NULL);
+        g_autoptr(GString) refused = g_string_new(NULL);
+        KnobValue values[_KNOB_MAX];
+        uint64_t duration;
+        uid_t uid;
+        int r;
+
+        r = read_override(m, msg, values, &duration, error);
+        if (r < 0)
+                return r;
+        r = verify_manage(m, msg, &uid, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = manager_set_override(m, values, duration);
+        if (r < 0)
+                return sd_bus_error_setf(error, THPD_ERROR_FAILED, "Cannot set the override: %s", strerror(-r));
+
+        FOREACH_KNOB(k) {
+                char want[24], have[24];
+
+                if (values[k] == KNOB_VALUE_UNSET)
+                        continue;
+                g_string_append_printf(summary, " %s=%s", knob_name(k), knob_value_to_string(k, values[k], want));
+                if (m->applied[k] != values[k])
+                        g_string_append_printf(refused, "%s%s=%s (it reads %s)", refused->len > 0 ? ", " : "", knob_name(k),
+                                               want, value_or_empty(k, m->applied[k], have));
+        }
+        if (duration > 0)
+                log_info("Override set over D-Bus by uid %" PRIu32 " for %" PRIu64 " s:%s", (uint32_t) uid,
+                         duration / USEC_PER_SEC, summary->str);
+        else
+                log_info("Override set over D-Bus by uid %" PRIu32 " until cleared:%s", (uint32_t) uid, summary->str);
+
+        if (refused->len > 0)
+                return sd_bus_error_setf(error, THPD_ERROR_FAILED,
+                                         "The kernel did not take %s; the override stays and is tried again at the next change.",
+                                         refused->str);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_clear_override(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        bool had = false;
+        uid_t uid;
+        int r;
+
+        r = verify_manage(m, msg, &uid, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        FOREACH_KNOB(k)
+                had = had || m->override[k] != KNOB_VALUE_UNSET;
+        if (had) {
+                log_info("Override cleared over D-Bus by uid %" PRIu32 ".", (uint32_t) uid);
+                manager_clear_override(m);
+        }
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static void awaiter_free(Awaiter *a) {
+        if (!a)
+                return;
+        sd_bus_track_unref(a->track);
+        sd_bus_message_unref(a->call);
+        g_free(a);
+}
+
+static void awaiter_free_void(gpointer p) {
+        awaiter_free(p);
+}
+
+static bool unit_policies_applied(Manager *m, const char *unit, GPtrArray *policies) {
+        if (!m->applied_once)
+                return false;
+        for (guint i = 0; i < policies->len; i++) {
+                const Policy *p = g_ptr_array_index(policies, i);
+                PolicyRuntime *rt = runtime_of(m, p->name);
+
+                if (!rt || !rt->active || !g_ptr_array_find_with_equal_func(rt->units, unit, g_str_equal, NULL))
+                        return false;
+        }
+        return true;
+}
+
+/* Replies when the unit has no policy or its policies are applied; returns true if it did. */
+static bool await_try_reply(Manager *m, sd_bus_message *call, const char *unit) {
+        g_autoptr(GPtrArray) policies = manager_policies_for_unit(m, unit);
+        int r;
+
+        if (policies->len > 0 && !unit_policies_applied(m, unit, policies))
+                return false;
+        r = sd_bus_reply_method_return(call, "bs", policies->len > 0,
+                                       policies->len > 0 ? ((const Policy *) g_ptr_array_index(policies, 0))->name : "");
+        if (r < 0)
+                log_debug_errno(r, "Cannot answer Await(%s): %s", unit, strerror(-r));
+        return true;
+}
+
+static int on_awaiter_gone(sd_bus_track *track, void *userdata) {
+        Awaiter *a = userdata;
+        BusData *d = a->m->bus_data;
+
+        log_debug("Await caller %s left the bus.", sd_bus_message_get_sender(a->call));
+        g_ptr_array_remove(d->awaiters, a);
+        return 0;
+}
+
+static void answer_awaiters(Manager *m) {
+        BusData *d = m->bus_data;
+
+        for (guint i = 0; i < d->awaiters->len;) {
+                Awaiter *a = g_ptr_array_index(d->awaiters, i);
+                const char *unit;
+
+                if (sd_bus_message_rewind(a->call, true) >= 0 && sd_bus_message_read(a->call, "s", &unit) >= 0 &&
+                    !await_try_reply(m, a->call, unit)) {
+                        i++;
+                        continue;
+                }
+                g_ptr_array_remove_index(d->awaiters, i);
+        }
+}
+
+static bool unit_name_plausible(const char *unit) {
+        const char *dot = strrchr(unit, '.');
+
+        return strlen(unit) <= UNIT_NAME_MAX && dot && dot != unit && dot[1] && !strchr(unit, '/');
+}
+
+static int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        BusData *d = m->bus_data;
+        Awaiter *a;
+        const char *unit;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &unit);
+        if (r < 0)
+                return r;
+        if (!unit_name_plausible(unit)) {
+                g_autofree char *q = quote(unit);
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s is not a unit name; pass the full name, e.g. redis-server.service.", q);
+        }
+
+        if (await_try_reply(m, msg, unit))
+                return 1;
+
+        if (d->awaiters->len >= AWAITERS_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "%u Await() calls are already waiting; try again later.", AWAITERS_MAX);
+
+        a = g_new0(Awaiter, 1);
+        a->m = m;
+        a->call = sd_bus_message_ref(msg);
+        r = sd_bus_track_new(m->bus, &a->track, on_awaiter_gone, a);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(a->track, msg);
+        if (r < 0) {
+                awaiter_free(a);
+                return r;
+        }
+        g_ptr_array_add(d->awaiters, a);
+        log_debug("Await(%s) from %s: waiting for its policy.", unit, sd_bus_message_get_sender(msg));
+        return 1;
+}
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Version", "s", NULL, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Knobs", "a(sssssss)", property_get_knobs, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ActivePolicies", "a(sas)", property_get_active_policies, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("HugeTLBPools", "a(tittts)", property_get_pools, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("NeedsRestart", "a(ss)", property_get_needs_restart, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Override", "a{ss}", property_get_override, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("OverrideExpiresAt", "t", property_get_override_expires_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StormState", "s", property_get_storm_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Storms", "a(ssa{sd})", property_get_storms, 0, 0),
+        SD_BUS_PROPERTY("StormAction", "s", property_get_storm_action, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+
+        /* Every method is UNPRIVILEGED for sd-bus, whose own check would demand CAP_SYS_ADMIN
+         * with a blocking credentials query: the privileged ones are checked by verify_manage(). */
+        SD_BUS_METHOD_WITH_ARGS("ListPolicies", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssssbasas)", policies),
+                                method_list_policies, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("s", knob), SD_BUS_RESULT("a(sssssb)", votes), method_explain,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetOverride", SD_BUS_ARGS("a{ss}", values, "t", duration_usec), SD_BUS_NO_RESULT,
+                                method_set_override, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ClearOverride", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_clear_override,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Await", SD_BUS_ARGS("s", unit), SD_BUS_RESULT("b", has_policy, "s", policy),
+                                method_await, SD_BUS_VTABLE_UNPRIVILEGED),
+
+        SD_BUS_SIGNAL_WITH_ARGS("Applied", SD_BUS_ARGS("a(ssss)", changes), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("StormDetected", SD_BUS_ARGS("s", kind, "a{sd}", figures), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("StormCleared", SD_BUS_ARGS("s", kind, "t", duration_usec), 0),
         SD_BUS_VTABLE_END
 };
 
@@ -28,7 +860,11 @@ int manager_bus_register(Manager *m) {
         BusData *d = g_new0(BusData, 1);
         int r;
 
+        d->polkit = polkit_registry_new();
+        d->awaiters = g_ptr_array_new_with_free_func(awaiter_free_void);
+        d->storm_action = STORM_DEFAULT_ACTION;
         m->bus_data = d;
+
         r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %s", THPD_BUS_PATH, strerror(-r));
@@ -43,10 +879,87 @@ void manager_bus_free(Manager *m) {
 
         if (!d)
                 return;
+        for (guint i = 0; i < d->awaiters->len; i++) {
+                Awaiter *a = g_ptr_array_index(d->awaiters, i);
+
+                (void) sd_bus_reply_method_errorf(a->call, THPD_ERROR_FAILED, "thpd is stopping.");
+        }
+        g_ptr_array_unref(d->awaiters);
+        polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
+        for (size_t i = 0; i < _TRACKED_MAX; i++)
+                g_free(d->announced[i]);
         g_free(d);
         m->bus_data = NULL;
 }
 
+static void emit_applied(Manager *m, const KnobChange *changes, size_t n_changes) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Applied");
+        if (r >= 0)
+                r = sd_bus_message_open_container(signal, 'a', "(ssss)");
+        for (size_t i = 0; r >= 0 && i < n_changes; i++) {
+                const KnobChange *c = &changes[i];
+                char old_value[24], new_value[24];
+
+                r = sd_bus_message_append(signal, "(ssss)", knob_name(c->knob),
+                                          value_or_empty(c->knob, c->old_value, old_value),
+                                          value_or_empty(c->knob, c->new_value, new_value), c->reason ?: "");
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(signal);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, signal, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send the Applied signal: %s", strerror(-r));
+}
+
 void manager_bus_after_apply(Manager *m, const KnobChange *changes, size_t n_changes) {
+        if (!m->bus_data)
+                return;
+        if (n_changes > 0)
+                emit_applied(m, changes, n_changes);
+        emit_changed_properties(m);
+        answer_awaiters(m);
+}
+
+void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
+        int r = 0;
+
+        if (!m->bus_data)
+                return;
+
+        if (event == STORM_EVENT_DETECTED) {
+                r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "StormDetected");
+                if (r >= 0)
+                        r = sd_bus_message_append(signal, "s", storm_kind_to_string(kind));
+                if (r >= 0)
+                        r = append_figures(signal, kind, figures);
+        } else if (event == STORM_EVENT_CLEARED) {
+                const StormKindState *ks = m->storm ? &storm_watcher_get_state(m->storm)->kinds[kind] : NULL;
+                uint64_t duration = ks && ks->phase_since_usec > ks->storm_since_usec ?
+                                    ks->phase_since_usec - ks->storm_since_usec : 0;
+
+                r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "StormCleared");
+                if (r >= 0)
+                        r = sd_bus_message_append(signal, "st", storm_kind_to_string(kind), duration);
+        }
+        if (r >= 0 && signal)
+                r = sd_bus_send(m->bus, signal, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send the storm signal: %s", strerror(-r));
+
+        emit_changed_properties(m);
+}
+
+void manager_bus_set_storm_action(Manager *m, StormAction action) {
+        BusData *d = m->bus_data;
+
+        if (!d || d->storm_action == action)
+                return;
+        d->storm_action = action;
+        emit_changed_properties(m);
 }

@@ -2,15 +2,36 @@
 #pragma once
 
 #include "manager.h"
+#include "storm.h"
 
 #define THPD_BUS_NAME "org.thpd1"
 #define THPD_BUS_PATH "/org/thpd1"
 #define THPD_BUS_INTERFACE "org.thpd1.Manager"
 
+/* Errors of org.thpd1.Manager, as data/org.thpd1.Manager.xml describes them. */
+#define THPD_ERROR_UNKNOWN_KNOB "org.thpd1.Error.UnknownKnob"
+#define THPD_ERROR_NOT_SUPPORTED "org.thpd1.Error.NotSupported"
+#define THPD_ERROR_INVALID_VALUE "org.thpd1.Error.InvalidValue"
+#define THPD_ERROR_INVALID_DURATION "org.thpd1.Error.InvalidDuration"
+#define THPD_ERROR_FAILED "org.thpd1.Error.Failed"
+
+/* The polkit action of Reload, SetOverride and ClearOverride (data/org.thpd1.policy). */
+#define THPD_POLKIT_ACTION "org.thpd1.manage"
+
 /* The org.thpd1.Manager object: registers the vtable and requests the name. */
 int manager_bus_register(Manager *m);
+/* Answers pending Await() calls with an error (the daemon is stopping) and unregisters. */
 void manager_bus_free(Manager *m);
 
 /* Called by manager_apply after every pass: emits Applied for changes (if any) and
- * PropertiesChanged, and answers Await() calls whose unit's policy is now applied. */
+ * PropertiesChanged for the properties whose value changed, and answers Await() calls whose
+ * unit's policy is now applied. */
 void manager_bus_after_apply(Manager *m, const KnobChange *changes, size_t n_changes);
+
+/* For the storm watcher's callback (after the manager has acted on the event): sends
+ * StormDetected or StormCleared, and PropertiesChanged for StormState. */
+void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures);
+
+/* The configured storm action for the StormAction property (storm.h keeps the watcher's
+ * configuration private); "log" until this is called. */
+void manager_bus_set_storm_action(Manager *m, StormAction action);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "ctl-bus.h"
+#include "log.h"
+#include "util.h"
+
+/* For ExecStartPre=-thpd-ctl await %n: returns once thpd has applied the policy of the unit (or
+ * at once if none matches), so the service maps its memory under that policy. */
+int verb_await(const CtlOptions *o, int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t timeout = o->timeout_usec > 0 ? o->timeout_usec : CTL_DEFAULT_AWAIT_TIMEOUT_USEC;
+        const char *unit = argv[0], *policy;
+        int has_policy, r;
+
+        r = ctl_bus_open(o, &bus);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = ctl_new_call(bus, "Await", &call);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = sd_bus_message_append(call, "s", unit);
+        if (r < 0) {
+                log_error("Cannot pass '%s' to thpd: %s", unit, strerror(-r));
+                return CTL_EXIT_USAGE;
+        }
+
+        r = sd_bus_call(bus, call, timeout, &error, &reply);
+        if (r < 0 && (r == -ETIMEDOUT || sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))) {
+                g_autofree char *d = ctl_format_duration(timeout);
+
+                log_error("thpd has not applied the policy for %s within %s; giving up.", unit, d);
+                return CTL_EXIT_FAILURE;
+        }
+        if (r < 0) {
+                g_autofree char *what = g_strdup_printf("wait for the policy of %s", unit);
+
+                return ctl_log_bus_error(o, &error, r, what);
+        }
+        r = sd_bus_message_read(reply, "bs", &has_policy, &policy);
+        if (r < 0) {
+                log_error("Cannot parse thpd's answer: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+
+        if (o->json) {
+                Json j;
+
+                json_init(&j);
+                json_begin_object(&j, NULL);
+                json_string(&j, "unit", unit);
+                json_bool(&j, "has_policy", has_policy);
+                json_string(&j, "policy", policy);
+                json_end_object(&j);
+                return json_print(&j);
+        }
+        return CTL_EXIT_OK;
+}

@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <math.h>
+#include <time.h>
+
+#include "ctl-bus.h"
+#include "log.h"
+#include "util.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+
+int ctl_bus_open(const CtlOptions *o, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = o->user ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus);
+        if (r < 0) {
+                log_error("Cannot connect to the %s bus: %s", o->user ? "session" : "system", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        /* Lets an administrator in a desktop session answer polkit's password prompt. */
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        *ret = bus;
+        return CTL_EXIT_OK;
+}
+
+static bool error_means_not_running(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
+                                      "org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.systemd1.UnitMasked") ||
+               (e->name && g_str_has_prefix(e->name, "org.freedesktop.DBus.Error.Spawn."));
+}
+
+int ctl_log_bus_error(const CtlOptions *o, const sd_bus_error *error, int r, const char *what) {
+        if (sd_bus_error_is_set(error) && error_means_not_running(error)) {
+                if (o->user)
+                        log_error("thpd is not running on the session bus; start it with 'thpd --user'.");
+                else
+                        log_error("thpd is not running; start it with 'systemctl start thpd' (or try 'thpd --user' and "
+                                  "'thpd-ctl --user').");
+                return CTL_EXIT_NOT_RUNNING;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY) || r == -ETIMEDOUT)
+                log_error("Cannot %s: thpd did not answer in time.", what);
+        else if (sd_bus_error_is_set(error))
+                log_error("Cannot %s: %s", what, error->message ?: error->name);
+        else
+                log_error("Cannot %s: %s", what, strerror(-r));
+        return CTL_EXIT_FAILURE;
+}
+
+int ctl_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, ret, THPD_BUS_NAME, THPD_BUS_PATH, THPD_BUS_INTERFACE, method);
+        if (r < 0) {
+                log_error("Cannot build the %s call: %s", method, strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        return CTL_EXIT_OK;
+}
+
+int ctl_call_message(const CtlOptions *o, sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, const char *what,
+                     sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_call(bus, call, timeout_usec, &error, &reply);
+        if (r < 0)
+                return ctl_log_bus_error(o, &error, r, what);
+        if (ret_reply)
+                *ret_reply = TAKE_PTR(reply);
+        return CTL_EXIT_OK;
+}
+
+int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t timeout_usec, const char *what,
+             sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        va_list ap;
+        int r;
+
+        r = ctl_new_call(bus, method, &call);
+        if (r != CTL_EXIT_OK)
+                return r;
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(call, types, ap);
+                va_end(ap);
+                if (r < 0) {
+                        log_error("Cannot build the %s call: %s", method, strerror(-r));
+                        return CTL_EXIT_FAILURE;
+                }
+        }
+        return ctl_call_message(o, bus, call, timeout_usec, what, ret_reply);
+}
+
+/* ---- properties ---- */
+
+const char *const ctl_property_names[] = {
+        "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "Override",
+        "OverrideExpiresAt", "StormState", "StormAction", "Storms", NULL,
+};
+
+static void knob_clear(gpointer p) {
+        CtlKnob *k = p;
+
+        g_free(k->name);
+        g_free(k->applied);
+        g_free(k->target);
+        g_free(k->baseline);
+        g_free(k->source);
+        g_free(k->policy);
+        g_free(k->unit);
+}
+
+static void active_policy_clear(gpointer p) {
+        CtlActivePolicy *a = p;
+
+        g_free(a->name);
+        g_strfreev(a->units);
+}
+
+static void pool_clear(gpointer p) {
+        g_free(((CtlPool *) p)->shortfall);
+}
+
+static void pair_clear(gpointer p) {
+        CtlPair *pair = p;
+
+        g_free(pair->key);
+        g_free(pair->value);
+}
+
+static void figure_clear(gpointer p) {
+        g_free(((CtlFigure *) p)->name);
+}
+
+static void storm_clear(gpointer p) {
+        CtlStorm *s = p;
+
+        g_free(s->kind);
+        g_free(s->phase);
+        g_array_unref(s->figures);
+}
+
+static GArray *array_new(size_t element_size, GDestroyNotify clear) {
+        GArray *a = g_array_new(FALSE, TRUE, (guint) element_size);
+
+        g_array_set_clear_func(a, clear);
+        return a;
+}
+
+void ctl_properties_clear(CtlProperties *p) {
+        g_clear_pointer(&p->version, g_free);
+        g_clear_pointer(&p->status, g_free);
+        g_clear_pointer(&p->storm_state, g_free);
+        g_clear_pointer(&p->storm_action, g_free);
+        g_clear_pointer(&p->knobs, g_array_unref);
+        g_clear_pointer(&p->active_policies, g_array_unref);
+        g_clear_pointer(&p->pools, g_array_unref);
+        g_clear_pointer(&p->needs_restart, g_array_unref);
+        g_clear_pointer(&p->override, g_array_unref);
+        g_clear_pointer(&p->storms, g_array_unref);
+}
+
+static int read_string(sd_bus_message *m, char **ret) {
+        const char *s;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &s);
+        if (r < 0)
+                return r;
+        *ret = g_strdup(s);
+        return 0;
+}
+
+static int read_knobs(sd_bus_message *m, GArray *knobs) {
+        const char *v[7];
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(sssssss)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(sssssss)", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6])) > 0) {
+                CtlKnob k = {
+                        .name = g_strdup(v[0]), .applied = g_strdup(v[1]), .target = g_strdup(v[2]),
+                        .baseline = g_strdup(v[3]), .source = g_strdup(v[4]), .policy = g_strdup(v[5]),
+                        .unit = g_strdup(v[6]),
+                };
+                g_array_append_val(knobs, k);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_active_policies(sd_bus_message *m, GArray *policies) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(sas)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'r', "sas")) > 0) {
+                CtlActivePolicy a = {};
+
+                r = read_string(m, &a.name);
+                if (r >= 0)
+                        r = sd_bus_message_read_strv(m, &a.units);
+                g_array_append_val(policies, a);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_pools(sd_bus_message *m, GArray *pools) {
+        const char *shortfall;
+        CtlPool p;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(tittts)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(tittts)", &p.page_size_kb, &p.node, &p.target, &p.allocated, &p.free,
+                                        &shortfall)) > 0) {
+                p.shortfall = g_strdup(shortfall);
+                g_array_append_val(pools, p);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+/* element: "(ss)" or "{ss}", two strings either way. */
+static int read_pairs(sd_bus_message *m, const char *element, GArray *pairs) {
+        const char *key, *value;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', element);
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, element, &key, &value)) > 0) {
+                CtlPair p = { .key = g_strdup(key), .value = g_strdup(value) };
+
+                g_array_append_val(pairs, p);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_figures(sd_bus_message *m, GArray *figures) {
+        const char *name;
+        double value;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sd}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "{sd}", &name, &value)) > 0) {
+                CtlFigure f = { .name = g_strdup(name), .value = value };
+
+                g_array_append_val(figures, f);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_storms(sd_bus_message *m, GArray *storms) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(ssa{sd})");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'r', "ssa{sd}")) > 0) {
+                CtlStorm s = { .figures = array_new(sizeof(CtlFigure), figure_clear) };
+
+                r = read_string(m, &s.kind);
+                if (r >= 0)
+                        r = read_string(m, &s.phase);
+                if (r >= 0)
+                        r = read_figures(m, s.figures);
+                g_array_append_val(storms, s);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) {
+        const char *contents;
+        int r;
+
+        r = sd_bus_message_peek_type(m, NULL, &contents);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'v', contents);
+        if (r < 0)
+                return r;
+
+        if (streq(name, "Version") && streq(contents, "s"))
+                r = read_string(m, &p->version);
+        else if (streq(name, "Status") && streq(contents, "s"))
+                r = read_string(m, &p->status);
+        else if (streq(name, "StormState") && streq(contents, "s"))
+                r = read_string(m, &p->storm_state);
+        else if (streq(name, "StormAction") && streq(contents, "s"))
+                r = read_string(m, &p->storm_action);
+        else if (streq(name, "OverrideExpiresAt") && streq(contents, "t"))
+                r = sd_bus_message_read(m, "t", &p->override_expires_at);
+        else if (streq(name, "Knobs") && streq(contents, "a(sssssss)"))
+                r = read_knobs(m, p->knobs);
+        else if (streq(name, "ActivePolicies") && streq(contents, "a(sas)"))
+                r = read_active_policies(m, p->active_policies);
+        else if (streq(name, "HugeTLBPools") && streq(contents, "a(tittts)"))
+                r = read_pools(m, p->pools);
+        else if (streq(name, "NeedsRestart") && streq(contents, "a(ss)"))
+                r = read_pairs(m, "(ss)", p->needs_restart);
+        else if (streq(name, "Override") && streq(contents, "a{ss}"))
+                r = read_pairs(m, "{ss}", p->override);
+        else if (streq(name, "Storms") && streq(contents, "a(ssa{sd})"))
+                r = read_storms(m, p->storms);
+        else
+                /* A property from a newer daemon: not ours to show. */
+                r = sd_bus_message_skip(m, contents);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlProperties p = {
+                .knobs = array_new(sizeof(CtlKnob), knob_clear),
+                .active_policies = array_new(sizeof(CtlActivePolicy), active_policy_clear),
+                .pools = array_new(sizeof(CtlPool), pool_clear),
+                .needs_restart = array_new(sizeof(CtlPair), pair_clear),
+                .override = array_new(sizeof(CtlPair), pair_clear),
+                .storms = array_new(sizeof(CtlStorm), storm_clear),
+        };
+        const char *name;
+        int r;
+
+        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
+                               &reply, "s", THPD_BUS_INTERFACE);
+        if (r < 0) {
+                ctl_properties_clear(&p);
+                return ctl_log_bus_error(o, &error, r, "read thpd's state");
+        }
+
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r >= 0)
+                        r = read_property(reply, name, &p);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r < 0) {
+                ctl_properties_clear(&p);
+                log_error("Cannot parse thpd's state: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+
+        *ret = p;
+        return CTL_EXIT_OK;
+}
+
+/* ---- JSON ---- */
+
+void json_init(Json *j) {
+        *j = (Json) { .out = g_string_new(NULL) };
+}
+
+static void append_escaped(GString *out, const char *value) {
+        g_autofree char *valid = g_utf8_make_valid(value ?: "", -1);
+
+        g_string_append_c(out, '"');
+        for (const unsigned char *c = (const unsigned char *) valid; *c; c++)
+                switch (*c) {
+                case '"':
+                        g_string_append(out, "\\\"");
+                        break;
+                case '\\':
+                        g_string_append(out, "\\\\");
+                        break;
+                case '\n':
+                        g_string_append(out, "\\n");
+                        break;
+                case '\t':
+                        g_string_append(out, "\\t");
+                        break;
+                default:
+                        if (*c < 0x20 || *c == 0x7f)
+                                g_string_append_printf(out, "\\u%04x", *c);
+                        else
+                                g_string_append_c(out, (char) *c);
+                }
+        g_string_append_c(out, '"');
+}
+
+static void json_prefix(Json *j, const char *key) {
+        if (j->need_comma)
+                g_string_append_c(j->out, ',');
+        if (key) {
+                append_escaped(j->out, key);
+                g_string_append_c(j->out, ':');
+        }
+        j->need_comma = false;
+}
+
+void json_begin_object(Json *j, const char *key) {
+        json_prefix(j, key);
+        g_string_append_c(j->out, '{');
+}
+
+void json_end_object(Json *j) {
+        g_string_append_c(j->out, '}');
+        j->need_comma = true;
+}
+
+void json_begin_array(Json *j, const char *key) {
+        json_prefix(j, key);
+        g_string_append_c(j->out, '[');
+}
+
+void json_end_array(Json *j) {
+        g_string_append_c(j->out, ']');
+        j->need_comma = true;
+}
+
+void json_string(Json *j, const char *key, const char *value) {
+        json_prefix(j, key);
+        append_escaped(j->out, value);
+        j->need_comma = true;
+}
+
+void json_uint(Json *j, const char *key, uint64_t value) {
+        json_prefix(j, key);
+        g_string_append_printf(j->out, "%" PRIu64, value);
+        j->need_comma = true;
+}
+
+void json_int(Json *j, const char *key, int64_t value) {
+        json_prefix(j, key);
+        g_string_append_printf(j->out, "%" PRIi64, value);
+        j->need_comma = true;
+}
+
+void json_bool(Json *j, const char *key, bool value) {
+        json_prefix(j, key);
+        g_string_append(j->out, value ? "true" : "false");
+        j->need_comma = true;
+}
+
+void json_double(Json *j, const char *key, double value) {
+        char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+        json_prefix(j, key);
+        if (isfinite(value))
+                g_string_append(j->out, g_ascii_dtostr(buf, sizeof buf, value));
+        else
+                g_string_append(j->out, "null");
+        j->need_comma = true;
+}
+
+void json_strv(Json *j, const char *key, char *const *values) {
+        json_begin_array(j, key);
+        for (size_t i = 0; values && values[i]; i++)
+                json_string(j, NULL, values[i]);
+        json_end_array(j);
+}
+
+int json_print(Json *j) {
+        g_string_append_c(j->out, '\n');
+        fputs(j->out->str, stdout);
+        g_string_free(j->out, TRUE);
+        j->out = NULL;
+        if (fflush(stdout) != 0) {
+                log_error("Cannot write the output: %s", strerror(errno));
+                return CTL_EXIT_FAILURE;
+        }
+        return CTL_EXIT_OK;
+}
+
+static bool wanted(char *const *names, const char *name) {
+        return !names || g_strv_contains((const char *const *) names, name);
+}
+
+void ctl_properties_to_json(const CtlProperties *p, char *const *names, Json *j) {
+        json_begin_object(j, NULL);
+        if (wanted(names, "Version"))
+                json_string(j, "Version", p->version);
+        if (wanted(names, "Status"))
+                json_string(j, "Status", p->status);
+        if (wanted(names, "Knobs")) {
+                json_begin_array(j, "Knobs");
+                for (guint i = 0; i < p->knobs->len; i++) {
+                        const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
+
+                        json_begin_object(j, NULL);
+                        json_string(j, "name", k->name);
+                        json_string(j, "applied", k->applied);
+                        json_string(j, "target", k->target);
+                        json_string(j, "baseline", k->baseline);
+                        json_string(j, "source", k->source);
+                        json_string(j, "policy", k->policy);
+                        json_string(j, "unit", k->unit);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        }
+        if (wanted(names, "ActivePolicies")) {
+                json_begin_array(j, "ActivePolicies");
+                for (guint i = 0; i < p->active_policies->len; i++) {
+                        const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
+
+                        json_begin_object(j, NULL);
+                        json_string(j, "name", a->name);
+                        json_strv(j, "units", a->units);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        }
+        if (wanted(names, "HugeTLBPools")) {
+                json_begin_array(j, "HugeTLBPools");
+                for (guint i = 0; i < p->pools->len; i++) {
+                        const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
+
+                        json_begin_object(j, NULL);
+                        json_uint(j, "page_size_kb", pool->page_size_kb);
+                        json_int(j, "node", pool->node);
+                        json_uint(j, "target", pool->target);
+                        json_uint(j, "allocated", pool->allocated);
+                        json_uint(j, "free", pool->free);
+                        json_string(j, "shortfall", pool->shortfall);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        }
+        if (wanted(names, "NeedsRestart")) {
+                json_begin_array(j, "NeedsRestart");
+                for (guint i = 0; i < p->needs_restart->len; i++) {
+                        const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
+
+                        json_begin_object(j, NULL);
+                        json_string(j, "unit", pair->key);
+                        json_string(j, "policy", pair->value);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        }
+        if (wanted(names, "Override")) {
+                json_begin_object(j, "Override");
+                for (guint i = 0; i < p->override->len; i++) {
+                        const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
+
+                        json_string(j, pair->key, pair->value);
+                }
+                json_end_object(j);
+        }
+        if (wanted(names, "OverrideExpiresAt"))
+                json_uint(j, "OverrideExpiresAt", p->override_expires_at);
+        if (wanted(names, "StormState"))
+                json_string(j, "StormState", p->storm_state);
+        if (wanted(names, "StormAction"))
+                json_string(j, "StormAction", p->storm_action);
+        if (wanted(names, "Storms")) {
+                json_begin_array(j, "Storms");
+                for (guint i = 0; i < p->storms->len; i++) {
+                        const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
+
+                        json_begin_object(j, NULL);
+                        json_string(j, "kind", s->kind);
+                        json_string(j, "phase", s->phase);
+                        json_begin_object(j, "figures");
+                        for (guint f = 0; f < s->figures->len; f++) {
+                                const CtlFigure *fig = &g_array_index(s->figures, CtlFigure, f);
+
+                                json_double(j, fig->name, fig->value);
+                        }
+                        json_end_object(j);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        }
+        json_end_object(j);
+}
+
+/* ---- terminal ---- */
+
+bool ctl_use_color(void) {
+        static int cached = -1;
+        const char *term;
+
+        if (cached < 0) {
+                term = getenv("TERM");
+                cached = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !(term && streq(term, "dumb"));
+        }
+        return cached;
+}
+
+const char *ctl_color(CtlColor c) {
+        static const char *const sequences[_CTL_COLOR_MAX] = {
+                [CTL_COLOR_NORMAL] = "\x1b[0m",
+                [CTL_COLOR_BOLD] = "\x1b[1m",
+                [CTL_COLOR_GREEN] = "\x1b[0;32m",
+                [CTL_COLOR_YELLOW] = "\x1b[0;33m",
+                [CTL_COLOR_RED] = "\x1b[0;31m",
+                [CTL_COLOR_GREY] = "\x1b[0;38;5;245m",
+        };
+
+        return ctl_use_color() ? sequences[c] : "";
+}
+
+char *ctl_format_duration(uint64_t usec) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = {
+                { "d", 86400 * USEC_PER_SEC },
+                { "h", 3600 * USEC_PER_SEC },
+                { "min", 60 * USEC_PER_SEC },
+                { "s", USEC_PER_SEC },
+        };
+        GString *s = g_string_new(NULL);
+        unsigned shown = 0;
+
+        if (usec < USEC_PER_SEC)
+                return g_strdup_printf("%" PRIu64 "ms", usec / 1000);
+        /* Two units are enough for a person: "2h 5min", not "2h 5min 3s". */
+        for (size_t i = 0; i < ELEMENTSOF(units) && shown < 2; i++) {
+                uint64_t n = usec / units[i].usec;
+
+                if (n == 0 && shown == 0)
+                        continue;
+                if (n > 0)
+                        g_string_append_printf(s, "%s%" PRIu64 "%s", s->len > 0 ? " " : "", n, units[i].suffix);
+                usec -= n * units[i].usec;
+                shown++;
+        }
+        return g_string_free(s, FALSE);
+}
+
+char *ctl_format_timestamp(uint64_t realtime_usec) {
+        struct timespec now;
+        uint64_t now_usec;
+        time_t t = (time_t) (realtime_usec / USEC_PER_SEC);
+        g_autofree char *relative = NULL;
+        struct tm tm;
+        char buf[64];
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        now_usec = (uint64_t) now.tv_sec * USEC_PER_SEC + (uint64_t) now.tv_nsec / 1000;
+        if (!localtime_r(&t, &tm) || strftime(buf, sizeof buf, "%a %Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+                snprintf(buf, sizeof buf, "@%" PRIu64, realtime_usec / USEC_PER_SEC);
+
+        if (realtime_usec >= now_usec) {
+                g_autofree char *d = ctl_format_duration(realtime_usec - now_usec);
+
+                return g_strdup_printf("%s (in %s)", buf, d);
+        }
+        g_autofree char *d = ctl_format_duration(now_usec - realtime_usec);
+        return g_strdup_printf("%s (%s ago)", buf, d);
+}

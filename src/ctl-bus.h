@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <systemd/sd-bus.h>
+
+#include "ctl.h"
+
+/* What the D-Bus verbs of thpd-ctl share: the connection, calls with errors turned into a
+ * message and an exit code, the daemon's properties, JSON output and terminal colours. */
+
+#define THPD_BUS_NAME "org.thpd1"
+#define THPD_BUS_PATH "/org/thpd1"
+#define THPD_BUS_INTERFACE "org.thpd1.Manager"
+
+#define CTL_DEFAULT_AWAIT_TIMEOUT_USEC (30 * UINT64_C(1000000))
+
+/* Connects to the bus thpd is on: the system bus, or the session bus with --user. Logs and
+ * returns a CtlExit code (CTL_EXIT_OK on success). */
+int ctl_bus_open(const CtlOptions *o, sd_bus **ret);
+
+/* A method call to org.thpd1.Manager, for arguments ctl_call() cannot take. Returns a CtlExit
+ * code. */
+int ctl_new_call(sd_bus *bus, const char *method, sd_bus_message **ret);
+/* Sends call and waits for the reply; the same contract as ctl_call(). */
+int ctl_call_message(const CtlOptions *o, sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, const char *what,
+                     sd_bus_message **ret_reply);
+
+/* Calls an org.thpd1.Manager method (timeout_usec 0: sd-bus's default). what names the action
+ * for the error message ("set the override"). Returns a CtlExit code; the reply is set on
+ * success only. */
+int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t timeout_usec, const char *what,
+             sd_bus_message **ret_reply, const char *types, ...);
+
+/* Logs a failed call the way a person can act on it and returns the exit code: CTL_EXIT_NOT_RUNNING
+ * (with a hint how to start thpd) when nobody owns org.thpd1, else CTL_EXIT_FAILURE. */
+int ctl_log_bus_error(const CtlOptions *o, const sd_bus_error *error, int r, const char *what);
+
+/* ---- the daemon's properties, from GetAll ---- */
+
+typedef struct CtlKnob {
+        char *name, *applied, *target, *baseline, *source, *policy, *unit;
+} CtlKnob;
+
+typedef struct CtlActivePolicy {
+        char *name;
+        char **units;
+} CtlActivePolicy;
+
+typedef struct CtlPool {
+        uint64_t page_size_kb;
+        int32_t node;
+        uint64_t target, allocated, free;
+        char *shortfall;
+} CtlPool;
+
+typedef struct CtlPair {
+        char *key, *value;
+} CtlPair;
+
+typedef struct CtlFigure {
+        char *name;
+        double value;
+} CtlFigure;
+
+typedef struct CtlStorm {
+        char *kind, *phase;
+        GArray *figures; /* CtlFigure */
+} CtlStorm;
+
+typedef struct CtlProperties {
+        char *version, *status, *storm_state, *storm_action;
+        GArray *knobs;           /* CtlKnob */
+        GArray *active_policies; /* CtlActivePolicy */
+        GArray *pools;           /* CtlPool */
+        GArray *needs_restart;   /* CtlPair: unit, policy */
+        GArray *override;        /* CtlPair: knob, value */
+        uint64_t override_expires_at;
+        GArray *storms;          /* CtlStorm */
+} CtlProperties;
+
+/* The property names, in the order status and show print them. */
+extern const char *const ctl_property_names[];
+
+/* GetAll on org.thpd1.Manager. Returns a CtlExit code; ret is set on success only. */
+int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
+void ctl_properties_clear(CtlProperties *p);
+
+/* ---- JSON ---- */
+
+/* A compact JSON document built in order; key is NULL inside arrays. */
+typedef struct Json {
+        GString *out;
+        bool need_comma;
+} Json;
+
+void json_init(Json *j);
+void json_begin_object(Json *j, const char *key);
+void json_end_object(Json *j);
+void json_begin_array(Json *j, const char *key);
+void json_end_array(Json *j);
+void json_string(Json *j, const char *key, const char *value);
+void json_uint(Json *j, const char *key, uint64_t value);
+void json_int(Json *j, const char *key, int64_t value);
+void json_bool(Json *j, const char *key, bool value);
+/* Non-finite numbers become null, which JSON can carry. */
+void json_double(Json *j, const char *key, double value);
+void json_strv(Json *j, const char *key, char *const *values);
+/* Writes the document and a newline to stdout and frees it; returns a CtlExit code. */
+int json_print(Json *j);
+
+/* The properties as one JSON object (only those in names, if names is not NULL). */
+void ctl_properties_to_json(const CtlProperties *p, char *const *names, Json *j);
+
+/* ---- terminal ---- */
+
+/* True when stdout is a terminal that wants colour (not with NO_COLOR or TERM=dumb). */
+bool ctl_use_color(void);
+
+typedef enum CtlColor {
+        CTL_COLOR_NORMAL,
+        CTL_COLOR_BOLD,
+        CTL_COLOR_GREEN,
+        CTL_COLOR_YELLOW,
+        CTL_COLOR_RED,
+        CTL_COLOR_GREY,
+        _CTL_COLOR_MAX,
+} CtlColor;
+
+/* The escape sequence for c, or "" when colour is off. */
+const char *ctl_color(CtlColor c);
+
+/* "Sat 2025-11-22 10:00:00 UTC (in 29min)" for a CLOCK_REALTIME time in µs. */
+char *ctl_format_timestamp(uint64_t realtime_usec);
+/* "29min", "2h 5min", "3d 4h": a duration in µs, rounded for people. */
+char *ctl_format_duration(uint64_t usec);

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "ctl-bus.h"
+#include "log.h"
+#include "util.h"
+
+typedef struct Vote {
+        const char *knob, *value, *source, *policy, *unit; /* borrowed from the reply */
+        bool wins;
+} Vote;
+
+static char *vote_reason(const Vote *v) {
+        if (streq(v->source, "policy"))
+                return v->unit[0] ? g_strdup_printf("%s for %s", v->policy, v->unit) : g_strdup(v->policy);
+        if (streq(v->source, "mitigation"))
+                return g_strdup("storm mitigation");
+        if (streq(v->source, "override"))
+                return g_strdup("admin override");
+        return g_strdup(v->source);
+}
+
+/* Votes of one knob are adjacent in the reply; returns the index after the group. */
+static guint group_end(GArray *votes, guint start) {
+        const char *knob = g_array_index(votes, Vote, start).knob;
+        guint end = start;
+
+        while (end < votes->len && streq(g_array_index(votes, Vote, end).knob, knob))
+                end++;
+        return end;
+}
+
+static const Vote *group_winner(GArray *votes, guint start, guint end) {
+        for (guint i = start; i < end; i++)
+                if (g_array_index(votes, Vote, i).wins)
+                        return &g_array_index(votes, Vote, i);
+        return NULL;
+}
+
+static int print_json(GArray *votes) {
+        Json j;
+
+        json_init(&j);
+        json_begin_array(&j, NULL);
+        for (guint start = 0, end; start < votes->len; start = end) {
+                const Vote *winner;
+
+                end = group_end(votes, start);
+                winner = group_winner(votes, start, end);
+                json_begin_object(&j, NULL);
+                json_string(&j, "knob", g_array_index(votes, Vote, start).knob);
+                json_string(&j, "target", winner ? winner->value : "");
+                json_string(&j, "source", winner ? winner->source : "");
+                json_begin_array(&j, "votes");
+                for (guint i = start; i < end; i++) {
+                        const Vote *v = &g_array_index(votes, Vote, i);
+
+                        json_begin_object(&j, NULL);
+                        json_string(&j, "value", v->value);
+                        json_string(&j, "source", v->source);
+                        json_string(&j, "policy", v->policy);
+                        json_string(&j, "unit", v->unit);
+                        json_bool(&j, "wins", v->wins);
+                        json_end_object(&j);
+                }
+                json_end_array(&j);
+                json_end_object(&j);
+        }
+        json_end_array(&j);
+        return json_print(&j);
+}
+
+static void print_text(GArray *votes) {
+        for (guint start = 0, end; start < votes->len; start = end) {
+                const Vote *winner;
+                int value_width = 0;
+
+                end = group_end(votes, start);
+                winner = group_winner(votes, start, end);
+                for (guint i = start; i < end; i++)
+                        value_width = MAX(value_width, (int) strlen(g_array_index(votes, Vote, i).value));
+
+                if (start > 0)
+                        printf("\n");
+                if (winner) {
+                        g_autofree char *reason = vote_reason(winner);
+
+                        printf("%s%s = %s%s, from %s\n", ctl_color(CTL_COLOR_BOLD), winner->knob, winner->value,
+                               ctl_color(CTL_COLOR_NORMAL), reason);
+                } else
+                        printf("%s%s%s: no vote decides it\n", ctl_color(CTL_COLOR_BOLD), g_array_index(votes, Vote, start).knob,
+                               ctl_color(CTL_COLOR_NORMAL));
+                for (guint i = start; i < end; i++) {
+                        const Vote *v = &g_array_index(votes, Vote, i);
+                        g_autofree char *reason = vote_reason(v);
+
+                        printf("  %s%s%s %-*s  %s\n", v->wins ? ctl_color(CTL_COLOR_GREEN) : "", v->wins ? "→" : " ",
+                               v->wins ? ctl_color(CTL_COLOR_NORMAL) : "", value_width, v->value, reason);
+                }
+        }
+}
+
+int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_autoptr(GArray) votes = g_array_new(FALSE, TRUE, sizeof(Vote));
+        Vote v;
+        int wins, r;
+
+        r = ctl_bus_open(o, &bus);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = ctl_call(o, bus, "Explain", 0, "explain", &reply, "s", argc > 0 ? argv[0] : "");
+        if (r != CTL_EXIT_OK)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(sssssb)");
+        while (r >= 0 &&
+               (r = sd_bus_message_read(reply, "(sssssb)", &v.knob, &v.value, &v.source, &v.policy, &v.unit, &wins)) > 0) {
+                v.wins = wins;
+                g_array_append_val(votes, v);
+        }
+        if (r < 0) {
+                log_error("Cannot parse thpd's explanation: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+
+        if (o->json)
+                return print_json(votes);
+        print_text(votes);
+        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <signal.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "ctl-bus.h"
+#include "log.h"
+#include "util.h"
+
+typedef struct Monitor {
+        const CtlOptions *o;
+        bool write_failed;
+} Monitor;
+
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Starts a text line with the local time, or a JSON line with the event's common fields. */
+static void begin_event(Monitor *mon, Json *j, const char *name) {
+        uint64_t now = now_realtime_usec();
+
+        if (mon->o->json) {
+                json_init(j);
+                json_begin_object(j, NULL);
+                json_string(j, "signal", name);
+                json_uint(j, "time", now);
+                return;
+        }
+
+        time_t t = (time_t) (now / 1000000);
+        struct tm tm;
+        char buf[32] = "";
+
+        if (localtime_r(&t, &tm))
+                strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+        printf("%s%s.%03u%s %s%s%s", ctl_color(CTL_COLOR_GREY), buf, (unsigned) (now % 1000000 / 1000),
+               ctl_color(CTL_COLOR_NORMAL), ctl_color(CTL_COLOR_BOLD), name, ctl_color(CTL_COLOR_NORMAL));
+}
+
+static void end_event(Monitor *mon, Json *j) {
+        if (mon->o->json) {
+                json_end_object(j);
+                if (json_print(j) != CTL_EXIT_OK)
+                        mon->write_failed = true;
+                return;
+        }
+        printf("\n");
+        if (fflush(stdout) != 0)
+                mon->write_failed = true;
+}
+
+static int on_applied(sd_bus_message *m, Monitor *mon) {
+        const char *knob, *old_value, *new_value, *reason;
+        Json j;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(ssss)");
+        if (r < 0)
+                return r;
+        begin_event(mon, &j, "Applied");
+        if (mon->o->json)
+                json_begin_array(&j, "changes");
+        for (unsigned n = 0; (r = sd_bus_message_read(m, "(ssss)", &knob, &old_value, &new_value, &reason)) > 0; n++) {
+                if (mon->o->json) {
+                        json_begin_object(&j, NULL);
+                        json_string(&j, "knob", knob);
+                        json_string(&j, "old", old_value);
+                        json_string(&j, "new", new_value);
+                        json_string(&j, "reason", reason);
+                        json_end_object(&j);
+                } else
+                        printf("%s %s %s → %s (%s)", n == 0 ? ":" : ";", knob, old_value, new_value, reason);
+        }
+        if (mon->o->json)
+                json_end_array(&j);
+        end_event(mon, &j);
+        return r;
+}
+
+static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
+        const char *kind, *name;
+        double value;
+        Json j;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &kind);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', "{sd}");
+        if (r < 0)
+                return r;
+        begin_event(mon, &j, "StormDetected");
+        if (mon->o->json) {
+                json_string(&j, "kind", kind);
+                json_begin_object(&j, "figures");
+        } else
+                printf(": %s%s storm%s", ctl_color(CTL_COLOR_RED), kind, ctl_color(CTL_COLOR_NORMAL));
+        for (unsigned n = 0; (r = sd_bus_message_read(m, "{sd}", &name, &value)) > 0; n++) {
+                char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+                if (mon->o->json)
+                        json_double(&j, name, value);
+                else
+                        printf("%s%s=%s", n == 0 ? " (" : ", ", name, g_ascii_formatd(buf, sizeof buf, "%.3g", value));
+        }
+        if (mon->o->json)
+                json_end_object(&j);
+        else if (r >= 0)
+                printf(")");
+        end_event(mon, &j);
+        return r;
+}
+
+static int on_storm_cleared(sd_bus_message *m, Monitor *mon) {
+        const char *kind;
+        uint64_t duration;
+        Json j;
+        int r;
+
+        r = sd_bus_message_read(m, "st", &kind, &duration);
+        if (r < 0)
+                return r;
+        begin_event(mon, &j, "StormCleared");
+        if (mon->o->json) {
+                json_string(&j, "kind", kind);
+                json_uint(&j, "duration_usec", duration);
+        } else {
+                g_autofree char *d = ctl_format_duration(duration);
+
+                printf(": %s storm over after %s", kind, d);
+        }
+        end_event(mon, &j);
+        return 0;
+}
+
+/* Names the properties that changed, and shows the new Status line. */
+static int on_properties_changed(sd_bus_message *m, Monitor *mon) {
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *status = NULL;
+        const char *interface, *name;
+        Json j;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &interface);
+        if (r < 0 || !streq(interface, THPD_BUS_INTERFACE))
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &name);
+                if (r < 0)
+                        break;
+                g_ptr_array_add(names, g_strdup(name));
+                if (streq(name, "Status")) {
+                        const char *s;
+
+                        r = sd_bus_message_read(m, "v", "s", &s);
+                        status = g_strdup(s);
+                } else
+                        r = sd_bus_message_skip(m, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r < 0)
+                return r;
+
+        begin_event(mon, &j, "PropertiesChanged");
+        if (mon->o->json) {
+                json_begin_array(&j, "changed");
+                for (guint i = 0; i < names->len; i++)
+                        json_string(&j, NULL, g_ptr_array_index(names, i));
+                json_end_array(&j);
+                if (status)
+                        json_string(&j, "status", status);
+        } else {
+                g_ptr_array_add(names, NULL);
+                g_autofree char *joined = g_strjoinv(", ", (char **) names->pdata);
+
+                printf(": %s", joined);
+                if (status)
+                        printf(" (now: %s)", status);
+        }
+        end_event(mon, &j);
+        return 0;
+}
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Monitor *mon = userdata;
+        const char *member = sd_bus_message_get_member(m);
+        int r = 0;
+
+        if (sd_bus_message_is_signal(m, THPD_BUS_INTERFACE, "Applied"))
+                r = on_applied(m, mon);
+        else if (sd_bus_message_is_signal(m, THPD_BUS_INTERFACE, "StormDetected"))
+                r = on_storm_detected(m, mon);
+        else if (sd_bus_message_is_signal(m, THPD_BUS_INTERFACE, "StormCleared"))
+                r = on_storm_cleared(m, mon);
+        else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged"))
+                r = on_properties_changed(m, mon);
+        if (r < 0)
+                log_warning("Cannot read thpd's %s signal: %s", member, strerror(-r));
+        if (mon->write_failed)
+                return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), CTL_EXIT_FAILURE);
+        return 0;
+}
+
+static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Monitor *mon = userdata;
+        const char *name, *old_owner, *new_owner;
+        Json j;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        begin_event(mon, &j, new_owner[0] ? "Started" : "Stopped");
+        if (!mon->o->json)
+                printf(": %s", new_owner[0] ? "thpd is on the bus" : "thpd left the bus; waiting for it to come back");
+        end_event(mon, &j);
+        return 0;
+}
+
+static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        return sd_event_exit(sd_event_source_get_event(s), CTL_EXIT_OK);
+}
+
+int verb_monitor(const CtlOptions *o, int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Monitor mon = { .o = o };
+        sigset_t mask;
+        int r, code;
+
+        r = ctl_bus_open(o, &bus);
+        if (r != CTL_EXIT_OK)
+                return r;
+
+        /* Matches first, then the daemon check: nothing that happens after the check is missed. */
+        r = sd_bus_match_signal(bus, NULL, THPD_BUS_NAME, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, on_signal, &mon);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties",
+                                        "PropertiesChanged", on_signal, &mon);
+        if (r >= 0)
+                r = sd_bus_add_match(bus, NULL,
+                                     "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                                     "member='NameOwnerChanged',arg0='" THPD_BUS_NAME "'",
+                                     on_owner_changed, &mon);
+        if (r < 0) {
+                log_error("Cannot subscribe to thpd's signals: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", &error, NULL, NULL);
+        if (r < 0)
+                return ctl_log_bus_error(o, &error, r, "reach thpd");
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sd_event_default(&event);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, on_exit_signal, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, on_exit_signal, NULL);
+        if (r >= 0)
+                r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0)
+                r = sd_bus_set_exit_on_disconnect(bus, true);
+        if (r < 0) {
+                log_error("Cannot set up the event loop: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+
+        fprintf(stderr, "Following thpd's signals; press Ctrl-C to stop.\n");
+        r = sd_event_loop(event);
+        if (r < 0) {
+                log_error("The event loop failed: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        code = r;
+        if (code != CTL_EXIT_OK && !mon.write_failed)
+                log_error("Lost the connection to the bus.");
+        return code == CTL_EXIT_OK ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}
