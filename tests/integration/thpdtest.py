@@ -153,17 +153,42 @@ Description=Session bus of the test stack
 Requires=dbus.socket
 
 [Service]
-ExecStart={dbus_daemon} --session --address=systemd: --nofork --nopidfile --systemd-activation
+ExecStart={dbus_daemon} {config} --address=systemd: --nofork --nopidfile --systemd-activation
 """
+
+# The session bus configuration plus a rule that lets every uid connect (a session bus admits
+# only its owner), for tests of what an unprivileged caller may do.
+_OPEN_BUS_CONFIG = """\
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <include>{session_conf}</include>
+  <policy context="default">
+    <allow user="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def _session_bus_config():
+    for candidate in ('/usr/share/dbus-1/session.conf', '/etc/dbus-1/session.conf'):
+        if os.path.exists(candidate):
+            return candidate
+    raise RuntimeError('no session.conf for dbus-daemon')
 
 
 class Stack:
     """A systemd --user manager and its session bus; see the module docstring.
 
     Use as a context manager, or call start() and close() (close() is safe after a failed or
-    partial start)."""
+    partial start).
 
-    def __init__(self):
+    allow_other_users: let every uid connect to the session bus, and make the bus socket
+    reachable for them (the stack's directories become 0711), so that a test can run a client
+    as another user (setpriv --reuid=65534 ...)."""
+
+    def __init__(self, allow_other_users=False):
+        self.allow_other_users = allow_other_users
         self.dir = None
         self.manager = None
         self.cgroup_name = None
@@ -204,8 +229,15 @@ class Stack:
         unit_dir = self.dir / 'config' / 'systemd' / 'user'
         (unit_dir / 'sockets.target.wants').mkdir(parents=True)
         (unit_dir / 'dbus.socket').write_text(_DBUS_SOCKET_UNIT)
+        config = '--session'
+        if self.allow_other_users:
+            bus_config = self.dir / 'bus.conf'
+            bus_config.write_text(_OPEN_BUS_CONFIG.format(session_conf=_session_bus_config()))
+            config = f'--config-file={bus_config}'
+            self.dir.chmod(0o711)
+            self.runtime_dir.chmod(0o711)
         (unit_dir / 'dbus.service').write_text(
-            _DBUS_SERVICE_UNIT.format(dbus_daemon=shutil.which('dbus-daemon')))
+            _DBUS_SERVICE_UNIT.format(dbus_daemon=shutil.which('dbus-daemon'), config=config))
         (unit_dir / 'sockets.target.wants' / 'dbus.socket').symlink_to('../dbus.socket')
 
         cgroup_procs = self._make_cgroup()
@@ -519,6 +551,8 @@ class ThpdTestCase(unittest.TestCase):
     """Base class for tests of the daemon on a Stack; see the module docstring."""
 
     stack = None
+    # Passed to Stack(): see there.
+    stack_allows_other_users = False
 
     @classmethod
     def setUpClass(cls):
@@ -528,7 +562,7 @@ class ThpdTestCase(unittest.TestCase):
             reason = 'THPD_BIN does not name the thpd executable'
         if reason:
             raise unittest.SkipTest(reason)
-        cls.stack = Stack()
+        cls.stack = Stack(allow_other_users=cls.stack_allows_other_users)
         cls.addClassCleanup(cls.stack.close)
         cls.stack.start()
 
