@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stddef.h>
+
+#include "procfs.h"
+#include "util.h"
+
+/* /proc/vmstat is about 5 KiB and grows by a line per new counter; anything this large is not a
+ * procfs file we know. */
+#define PROCFS_FILE_MAX (64U * 1024U)
+
+static const struct {
+        const char *name;
+        size_t offset;
+} vmstat_fields[] = {
+        { "compact_stall",             offsetof(VmStat, compact_stall) },
+        { "compact_fail",              offsetof(VmStat, compact_fail) },
+        { "compact_success",           offsetof(VmStat, compact_success) },
+        { "compact_migrate_scanned",   offsetof(VmStat, compact_migrate_scanned) },
+        { "compact_free_scanned",      offsetof(VmStat, compact_free_scanned) },
+        { "compact_daemon_wake",       offsetof(VmStat, compact_daemon_wake) },
+        { "thp_fault_alloc",           offsetof(VmStat, thp_fault_alloc) },
+        { "thp_fault_fallback",        offsetof(VmStat, thp_fault_fallback) },
+        { "thp_collapse_alloc",        offsetof(VmStat, thp_collapse_alloc) },
+        { "thp_collapse_alloc_failed", offsetof(VmStat, thp_collapse_alloc_failed) },
+};
+
+static bool is_all_digits(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!isdigit((unsigned char) *s))
+                        return false;
+        return true;
+}
+
+int procfs_parse_vmstat(const char *content, VmStat *ret) {
+        g_auto(GStrv) lines = NULL;
+        VmStat v = {};
+        bool any = false;
+
+        if (!content || !ret)
+                return -EINVAL;
+
+        lines = g_strsplit(content, "\n", -1);
+        for (char **l = lines; *l; l++) {
+                const char *space;
+                g_autofree char *name = NULL;
+                uint64_t n;
+
+                if ((*l)[0] == '\0')
+                        continue;
+
+                /* Every line is "name value"; anything else means this is not /proc/vmstat. */
+                space = strchr(*l, ' ');
+                if (!space || space == *l)
+                        return -EBADMSG;
+                if (parse_u64(space + 1, &n) < 0)
+                        return -EBADMSG;
+                name = g_strndup(*l, (size_t) (space - *l));
+                any = true;
+
+                /* Summed because the kernel splits it per zone, and a storm in any zone counts. */
+                if (g_str_has_prefix(name, "allocstall")) {
+                        v.allocstall += n;
+                        continue;
+                }
+
+                for (size_t i = 0; i < ELEMENTSOF(vmstat_fields); i++)
+                        if (streq(name, vmstat_fields[i].name)) {
+                                *(uint64_t *) ((uint8_t *) &v + vmstat_fields[i].offset) = n;
+                                break;
+                        }
+        }
+
+        if (!any)
+                return -EBADMSG;
+
+        *ret = v;
+        return 0;
+}
+
+static int parse_pressure_line(const char *line, PressureLine *ret) {
+        g_auto(GStrv) words = g_strsplit(line, " ", -1);
+        bool have_avg10 = false, have_avg60 = false, have_avg300 = false, have_total = false;
+        PressureLine p = { .present = true };
+
+        /* words[0] is "some" or "full", checked by the caller. */
+        for (char **w = words + 1; *w; w++) {
+                const char *eq = strchr(*w, '=');
+                const char *value;
+
+                if (!eq)
+                        return -EBADMSG;
+                value = eq + 1;
+
+                if (g_str_has_prefix(*w, "total=")) {
+                        if (parse_u64(value, &p.total_usec) < 0)
+                                return -EBADMSG;
+                        have_total = true;
+                } else {
+                        double *target;
+                        bool *seen;
+                        char *end = NULL;
+                        double d;
+
+                        if (g_str_has_prefix(*w, "avg10=")) {
+                                target = &p.avg10;
+                                seen = &have_avg10;
+                        } else if (g_str_has_prefix(*w, "avg60=")) {
+                                target = &p.avg60;
+                                seen = &have_avg60;
+                        } else if (g_str_has_prefix(*w, "avg300=")) {
+                                target = &p.avg300;
+                                seen = &have_avg300;
+                        } else
+                                continue; /* a field added by a newer kernel */
+
+                        /* The kernel prints "%lu.%02lu" regardless of locale. */
+                        if (!isdigit((unsigned char) value[0]))
+                                return -EBADMSG;
+                        d = g_ascii_strtod(value, &end);
+                        if (end == value || *end != '\0' || d > 100.0)
+                                return -EBADMSG;
+                        *target = d;
+                        *seen = true;
+                }
+        }
+
+        if (!have_avg10 || !have_avg60 || !have_avg300 || !have_total)
+                return -EBADMSG;
+
+        *ret = p;
+        return 0;
+}
+
+int procfs_parse_pressure(const char *content, Pressure *ret) {
+        g_auto(GStrv) lines = NULL;
+        Pressure p = {};
+        int r;
+
+        if (!content || !ret)
+                return -EINVAL;
+
+        lines = g_strsplit(content, "\n", -1);
+        for (char **l = lines; *l; l++) {
+                PressureLine *target;
+
+                if ((*l)[0] == '\0')
+                        continue;
+                if (g_str_has_prefix(*l, "some "))
+                        target = &p.some;
+                else if (g_str_has_prefix(*l, "full "))
+                        target = &p.full;
+                else
+                        return -EBADMSG;
+
+                if (target->present)
+                        return -EBADMSG;
+                r = parse_pressure_line(*l, target);
+                if (r < 0)
+                        return r;
+        }
+
+        /* The irq file has only "full"; every file thpd reads has "some". */
+        if (!p.some.present)
+                return -EBADMSG;
+
+        *ret = p;
+        return 0;
+}
+
+int procfs_parse_pid_stat(const char *content, ProcStat *ret) {
+        g_auto(GStrv) fields = NULL;
+        g_autofree char *rest = NULL;
+        const char *open, *close;
+        ProcStat s = {};
+        uint64_t n;
+        size_t len;
+
+        if (!content || !ret)
+                return -EINVAL;
+
+        /* comm may itself contain spaces and parentheses, so it ends at the last ')'. */
+        open = strchr(content, '(');
+        close = strrchr(content, ')');
+        if (!open || !close || close < open || open == content || open[-1] != ' ')
+                return -EBADMSG;
+
+        {
+                g_autofree char *pid = g_strndup(content, (size_t) (open - 1 - content));
+
+                if (parse_u64(pid, &n) < 0 || n == 0 || n > INT32_MAX)
+                        return -EBADMSG;
+                s.pid = (pid_t) n;
+        }
+
+        len = MIN((size_t) (close - open - 1), sizeof(s.comm) - 1);
+        memcpy(s.comm, open + 1, len);
+        s.comm[len] = '\0';
+
+        if (close[1] != ' ')
+                return -EBADMSG;
+        /* fields[0] is field 3 (state); utime and stime are fields 14 and 15. */
+        rest = g_strchomp(g_strdup(close + 2));
+        fields = g_strsplit(rest, " ", 14);
+        if (g_strv_length(fields) < 13)
+                return -EBADMSG;
+
+        if (strlen(fields[0]) != 1)
+                return -EBADMSG;
+        s.state = fields[0][0];
+
+        if (parse_u64(fields[1], &n) < 0 || n > INT32_MAX)
+                return -EBADMSG;
+        s.ppid = (pid_t) n;
+
+        if (parse_u64(fields[6], &n) < 0 || n > UINT32_MAX)
+                return -EBADMSG;
+        s.flags = (unsigned) n;
+
+        if (parse_u64(fields[11], &s.utime_ticks) < 0 || parse_u64(fields[12], &s.stime_ticks) < 0)
+                return -EBADMSG;
+
+        *ret = s;
+        return 0;
+}
+
+static int read_procfs_file(const char *procfs_root, const char *relpath, char **ret) {
+        g_autofree char *path = g_build_filename(procfs_root, relpath, NULL);
+        _cleanup_close_ int fd = -1;
+        g_autofree char *buf = NULL;
+        size_t size = 0, allocated = 4096;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+
+        /* st_size of a procfs file is 0, so read until EOF. */
+        buf = g_malloc(allocated);
+        for (;;) {
+                ssize_t n;
+
+                if (size + 1 >= allocated) {
+                        if (allocated >= PROCFS_FILE_MAX)
+                                return -EFBIG;
+                        allocated *= 2;
+                        buf = g_realloc(buf, allocated);
+                }
+
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+
+        if (memchr(buf, '\0', size))
+                return -EBADMSG;
+        buf[size] = '\0';
+
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
+        g_autofree char *content = NULL;
+        int r;
+
+        r = read_procfs_file(procfs_root, "vmstat", &content);
+        if (r < 0)
+                return r;
+        return procfs_parse_vmstat(content, ret);
+}
+
+int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret) {
+        g_autofree char *relpath = NULL, *content = NULL;
+        int r;
+
+        if (!resource || strchr(resource, '/'))
+                return -EINVAL;
+
+        relpath = g_strconcat("pressure/", resource, NULL);
+        r = read_procfs_file(procfs_root, relpath, &content);
+        if (r < 0)
+                return r;
+        return procfs_parse_pressure(content, ret);
+}
+
+int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
+        g_autofree char *relpath = NULL, *content = NULL;
+        ProcStat s;
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+
+        relpath = g_strdup_printf("%d/stat", (int) pid);
+        r = read_procfs_file(procfs_root, relpath, &content);
+        if (r < 0)
+                return r;
+        r = procfs_parse_pid_stat(content, &s);
+        if (r < 0)
+                return r;
+        /* A stat file that names another pid is not the task we asked for. */
+        if (s.pid != pid)
+                return -EBADMSG;
+
+        *ret = s;
+        return 0;
+}
+
+void procfs_kthreads_done(ProcfsKthreads *k) {
+        if (!k)
+                return;
+        g_free(k->kcompactd);
+        *k = (ProcfsKthreads) {};
+}
+
+bool procfs_is_khugepaged_comm(const char *comm) {
+        return streq_ptr(comm, "khugepaged");
+}
+
+bool procfs_is_kcompactd_comm(const char *comm) {
+        return comm && g_str_has_prefix(comm, "kcompactd") && is_all_digits(comm + strlen("kcompactd"));
+}
+
+static gint compare_pid(gconstpointer a, gconstpointer b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+int procfs_find_kthreads(const char *procfs_root, ProcfsKthreads *ret) {
+        g_autoptr(GArray) kcompactd = g_array_new(false, false, sizeof(pid_t));
+        DIR *d;
+        struct dirent *de;
+        pid_t khugepaged = 0;
+        size_t n;
+        int r = 0;
+
+        d = opendir(procfs_root);
+        if (!d)
+                return -errno;
+
+        for (errno = 0; (de = readdir(d)); errno = 0) {
+                ProcStat s;
+                uint64_t pid;
+
+                if (!is_all_digits(de->d_name) || parse_u64(de->d_name, &pid) < 0 || pid > INT32_MAX)
+                        continue;
+
+                /* Processes come and go while we scan; one that vanished or that we cannot read is
+                 * not one of the kernel threads we look for. */
+                if (procfs_read_pid_stat(procfs_root, (pid_t) pid, &s) < 0)
+                        continue;
+                if (!(s.flags & PROC_FLAG_KTHREAD))
+                        continue;
+
+                if (procfs_is_khugepaged_comm(s.comm))
+                        khugepaged = s.pid;
+                else if (procfs_is_kcompactd_comm(s.comm))
+                        g_array_append_val(kcompactd, s.pid);
+        }
+        if (errno != 0)
+                r = -errno;
+        closedir(d);
+        if (r < 0)
+                return r;
+
+        g_array_sort(kcompactd, compare_pid);
+        n = kcompactd->len;
+        *ret = (ProcfsKthreads) {
+                .khugepaged = khugepaged,
+                .n_kcompactd = n,
+                .kcompactd = (pid_t *) (void *) g_array_free(TAKE_PTR(kcompactd), false),
+        };
+        return 0;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What the storm watcher reads from procfs: parsers that take file content (pure, so tests feed
+ * them recorded files) and small readers that find the files under a relocatable procfs root.
+ * Readers return -errno from open/read, -EFBIG for a file larger than any of these should be,
+ * and -EBADMSG for content the parser does not understand. */
+
+/* The /proc/vmstat counters a storm shows up in (kernel-facts §2). A counter this kernel does
+ * not have (no CONFIG_COMPACTION, an older kernel) reads as 0, which is also what it would
+ * count. */
+typedef struct VmStat {
+        uint64_t compact_stall;            /* entries into direct compaction */
+        uint64_t compact_fail;
+        uint64_t compact_success;
+        uint64_t compact_migrate_scanned;
+        uint64_t compact_free_scanned;
+        uint64_t compact_daemon_wake;      /* kcompactd wake-ups */
+        uint64_t thp_fault_alloc;
+        uint64_t thp_fault_fallback;
+        uint64_t thp_collapse_alloc;
+        uint64_t thp_collapse_alloc_failed;
+        uint64_t allocstall;               /* the sum of allocstall_<zone> ("allocstall" before 4.10) */
+} VmStat;
+
+int procfs_parse_vmstat(const char *content, VmStat *ret);
+
+/* One line of a /proc/pressure/<resource> file. Averages are percentages of wall time; total is
+ * the stall time in microseconds since boot. */
+typedef struct PressureLine {
+        bool present;
+        double avg10, avg60, avg300;
+        uint64_t total_usec;
+} PressureLine;
+
+typedef struct Pressure {
+        PressureLine some;
+        PressureLine full; /* absent in the cpu file of kernels before 5.13 */
+} Pressure;
+
+int procfs_parse_pressure(const char *content, Pressure *ret);
+
+/* The fields of /proc/PID/stat (proc_pid_stat(5)) the watcher needs. comm is what the kernel
+ * shows between the parentheses, truncated to fit. */
+#define PROC_STAT_COMM_MAX 64
+#define PROC_FLAG_KTHREAD 0x00200000U /* PF_KTHREAD in field 9 */
+
+typedef struct ProcStat {
+        pid_t pid;
+        char comm[PROC_STAT_COMM_MAX];
+        char state;
+        pid_t ppid;
+        unsigned flags;
+        uint64_t utime_ticks; /* field 14, in sysconf(_SC_CLK_TCK) units */
+        uint64_t stime_ticks; /* field 15 */
+} ProcStat;
+
+int procfs_parse_pid_stat(const char *content, ProcStat *ret);
+
+int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
+/* resource: "memory", "cpu" or "io". -ENOENT when the kernel has no PSI (or psi=0). */
+int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);
+int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret);
+
+/* The kernel threads whose CPU time shows khugepaged and kcompactd storms. */
+typedef struct ProcfsKthreads {
+        pid_t khugepaged;     /* 0: not running (THP off everywhere, or no THP) */
+        pid_t *kcompactd;     /* one per NUMA node with memory, ascending by pid */
+        size_t n_kcompactd;
+} ProcfsKthreads;
+
+void procfs_kthreads_done(ProcfsKthreads *k);
+
+/* Scans <procfs>/<pid>/stat for "khugepaged" and "kcompactd<N>". Only tasks flagged PF_KTHREAD
+ * count: any process can name itself "khugepaged" with prctl(PR_SET_NAME), and it must not be
+ * able to fake a storm. Finding none of them is not an error. */
+int procfs_find_kthreads(const char *procfs_root, ProcfsKthreads *ret);
+
+/* True for "khugepaged" / "kcompactd<digits>". */
+bool procfs_is_khugepaged_comm(const char *comm);
+bool procfs_is_kcompactd_comm(const char *comm);
