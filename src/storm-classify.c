@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <glib.h>
+#include <math.h>
+
+#include "storm-classify.h"
+#include "util.h"
+
+static const char *const storm_kind_table[_STORM_KIND_MAX] = {
+        [STORM_KIND_DIRECT_COMPACTION] = "direct-compaction",
+        [STORM_KIND_KHUGEPAGED] = "khugepaged",
+        [STORM_KIND_KCOMPACTD] = "kcompactd",
+};
+
+static const char *const storm_phase_table[_STORM_PHASE_MAX] = {
+        [STORM_PHASE_CALM] = "calm",
+        [STORM_PHASE_SUSPECT] = "suspect",
+        [STORM_PHASE_STORM] = "storm",
+        [STORM_PHASE_COOLING] = "cooling",
+};
+
+static const char *const storm_action_table[_STORM_ACTION_MAX] = {
+        [STORM_ACTION_LOG] = "log",
+        [STORM_ACTION_MITIGATE] = "mitigate",
+};
+
+static int lookup(const char *const *table, int n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (int i = 0; i < n; i++)
+                if (streq(table[i], s))
+                        return i;
+        return -EINVAL;
+}
+
+const char *storm_kind_to_string(StormKind k) {
+        return k >= 0 && k < _STORM_KIND_MAX ? storm_kind_table[k] : NULL;
+}
+
+StormKind storm_kind_from_string(const char *s) {
+        return (StormKind) lookup(storm_kind_table, _STORM_KIND_MAX, s);
+}
+
+const char *storm_phase_to_string(StormPhase p) {
+        return p >= 0 && p < _STORM_PHASE_MAX ? storm_phase_table[p] : NULL;
+}
+
+StormPhase storm_phase_from_string(const char *s) {
+        return (StormPhase) lookup(storm_phase_table, _STORM_PHASE_MAX, s);
+}
+
+const char *storm_action_to_string(StormAction a) {
+        return a >= 0 && a < _STORM_ACTION_MAX ? storm_action_table[a] : NULL;
+}
+
+StormAction storm_action_from_string(const char *s) {
+        return (StormAction) lookup(storm_action_table, _STORM_ACTION_MAX, s);
+}
+
+void storm_config_init_defaults(StormConfig *cfg) {
+        *cfg = (StormConfig) {
+                .action = STORM_DEFAULT_ACTION,
+                .compact_stalls_per_sec = STORM_DEFAULT_COMPACT_STALLS_PER_SEC,
+                .fail_ratio = STORM_DEFAULT_FAIL_RATIO,
+                .pressure_percent = STORM_DEFAULT_PRESSURE_PERCENT,
+                .kthread_cpu_percent = STORM_DEFAULT_KTHREAD_CPU_PERCENT,
+                .window_usec = STORM_DEFAULT_WINDOW_USEC,
+                .storm_after_usec = STORM_DEFAULT_STORM_AFTER_USEC,
+                .cool_after_usec = STORM_DEFAULT_COOL_AFTER_USEC,
+                .escalate_after_usec = STORM_DEFAULT_ESCALATE_AFTER_USEC,
+                .hold_down_usec = STORM_DEFAULT_HOLD_DOWN_USEC,
+                .sample_interval_usec = STORM_DEFAULT_SAMPLE_INTERVAL_USEC,
+                .idle_poll_interval_usec = STORM_DEFAULT_IDLE_POLL_INTERVAL_USEC,
+        };
+        /* Cannot fail: the default is a word of the knob table. */
+        (void) knob_value_from_string(KNOB_DEFRAG, STORM_DEFAULT_MITIGATION_DEFRAG, &cfg->mitigation_defrag);
+}
+
+/* A decimal number, optionally with a '%' when percent is set. Locale-independent, because
+ * thpd.conf is the same file in every locale. */
+static int parse_number(const char *s, bool percent, double min, bool min_inclusive, double max, double *ret) {
+        g_autofree char *copy = NULL;
+        char *end = NULL;
+        size_t len;
+        double d;
+
+        if (!s || !g_ascii_isdigit(s[0]))
+                return -EINVAL;
+
+        copy = g_strdup(s);
+        len = strlen(copy);
+        if (percent && copy[len - 1] == '%')
+                copy[len - 1] = '\0';
+
+        errno = 0;
+        d = g_ascii_strtod(copy, &end);
+        if (errno == ERANGE || !isfinite(d))
+                return -ERANGE;
+        if (end == copy || *end != '\0')
+                return -EINVAL;
+        if (d > max || d < min || (!min_inclusive && d == min))
+                return -ERANGE;
+
+        *ret = d;
+        return 0;
+}
+
+static int parse_duration_in_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        uint64_t v;
+        int r;
+
+        r = parse_duration_usec(s, &v);
+        if (r < 0)
+                return r;
+        if (v < min || v > max)
+                return -ERANGE;
+
+        *ret = v;
+        return 0;
+}
+
+#define USEC_PER_MSEC UINT64_C(1000)
+#define USEC_PER_DAY (86400 * STORM_USEC_PER_SEC)
+
+int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
+        /* Durations: the lower bounds keep the sampler from spinning, the upper ones catch a unit
+         * typed wrong ("10d" for "10s"). The short minima let tests run in well under a second. */
+        static const struct {
+                const char *key;
+                size_t offset;
+                uint64_t min, max;
+        } durations[] = {
+                { "Window",           offsetof(StormConfig, window_usec),             100 * USEC_PER_MSEC, 3600 * STORM_USEC_PER_SEC },
+                { "StormAfter",       offsetof(StormConfig, storm_after_usec),        0,                   USEC_PER_DAY },
+                { "CoolAfter",        offsetof(StormConfig, cool_after_usec),         0,                   USEC_PER_DAY },
+                { "EscalateAfter",    offsetof(StormConfig, escalate_after_usec),     0,                   USEC_PER_DAY },
+                { "HoldDown",         offsetof(StormConfig, hold_down_usec),          0,                   USEC_PER_DAY },
+                { "SampleInterval",   offsetof(StormConfig, sample_interval_usec),    10 * USEC_PER_MSEC,  60 * STORM_USEC_PER_SEC },
+                { "IdlePollInterval", offsetof(StormConfig, idle_poll_interval_usec), 10 * USEC_PER_MSEC,  3600 * STORM_USEC_PER_SEC },
+        };
+        double d;
+        int r;
+
+        if (!cfg || !key || !value)
+                return -EINVAL;
+
+        if (streq(key, "Action")) {
+                StormAction a = storm_action_from_string(value);
+
+                if (a < 0)
+                        return -EINVAL;
+                cfg->action = a;
+                return 0;
+        }
+
+        if (streq(key, "MitigationDefrag")) {
+                KnobValue v;
+
+                r = knob_value_from_string(KNOB_DEFRAG, value, &v);
+                if (r < 0)
+                        return r;
+                /* Only the values that keep faults out of direct compaction are mitigations. */
+                if (!streq(value, "defer") && !streq(value, "never"))
+                        return -EINVAL;
+                cfg->mitigation_defrag = v;
+                return 0;
+        }
+
+        if (streq(key, "CompactStallsPerSec")) {
+                r = parse_number(value, false, 0.0, true, HUGE_VAL, &d);
+                if (r < 0)
+                        return r;
+                cfg->compact_stalls_per_sec = d;
+                return 0;
+        }
+
+        if (streq(key, "FailRatio")) {
+                r = parse_number(value, false, 0.0, true, 1.0, &d);
+                if (r < 0)
+                        return r;
+                cfg->fail_ratio = d;
+                return 0;
+        }
+
+        if (streq(key, "PressurePercent")) {
+                /* 0 would make the PSI wake-up trigger fire on any stall at all. */
+                r = parse_number(value, true, 0.0, false, 100.0, &d);
+                if (r < 0)
+                        return r;
+                cfg->pressure_percent = d;
+                return 0;
+        }
+
+        if (streq(key, "KthreadCpuPercent")) {
+                r = parse_number(value, true, 0.0, false, 100.0, &d);
+                if (r < 0)
+                        return r;
+                cfg->kthread_cpu_percent = d;
+                return 0;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(durations); i++)
+                if (streq(key, durations[i].key))
+                        return parse_duration_in_range(value, durations[i].min, durations[i].max,
+                                                       (uint64_t *) ((uint8_t *) cfg + durations[i].offset));
+
+        return -ENOENT;
+}
+
+void storm_state_init(StormState *s) {
+        *s = (StormState) {};
+}
+
+static bool deltas_from_interval(const StormSample *prev, const StormSample *cur, StormDeltas *ret) {
+        StormDeltas d = {};
+
+        if (cur->timestamp_usec <= prev->timestamp_usec)
+                return false;
+        if (cur->kthreads_generation != prev->kthreads_generation)
+                return false;
+
+        d.duration_usec = cur->timestamp_usec - prev->timestamp_usec;
+
+#define DELTA(to, a, b)                 \
+        do {                            \
+                if ((b) < (a))          \
+                        return false;   \
+                (to) = (b) - (a);       \
+        } while (false)
+#define VMSTAT_DELTA(field) DELTA(d.vmstat.field, prev->vmstat.field, cur->vmstat.field)
+
+        VMSTAT_DELTA(compact_stall);
+        VMSTAT_DELTA(compact_fail);
+        VMSTAT_DELTA(compact_success);
+        VMSTAT_DELTA(compact_migrate_scanned);
+        VMSTAT_DELTA(compact_free_scanned);
+        VMSTAT_DELTA(compact_daemon_wake);
+        VMSTAT_DELTA(thp_fault_alloc);
+        VMSTAT_DELTA(thp_fault_fallback);
+        VMSTAT_DELTA(thp_collapse_alloc);
+        VMSTAT_DELTA(thp_collapse_alloc_failed);
+        VMSTAT_DELTA(allocstall);
+
+        if (prev->has_khugepaged && cur->has_khugepaged) {
+                DELTA(d.khugepaged_cpu_usec, prev->khugepaged_cpu_usec, cur->khugepaged_cpu_usec);
+                d.khugepaged_covered_usec = d.duration_usec;
+        }
+        if (prev->has_kcompactd && cur->has_kcompactd) {
+                DELTA(d.kcompactd_cpu_usec, prev->kcompactd_cpu_usec, cur->kcompactd_cpu_usec);
+                d.kcompactd_covered_usec = d.duration_usec;
+        }
+        if (prev->has_psi_memory && cur->has_psi_memory) {
+                DELTA(d.psi_memory_some_usec, prev->psi_memory_some_usec, cur->psi_memory_some_usec);
+                DELTA(d.psi_memory_full_usec, prev->psi_memory_full_usec, cur->psi_memory_full_usec);
+                d.psi_memory_covered_usec = d.duration_usec;
+        }
+        if (prev->has_psi_cpu && cur->has_psi_cpu) {
+                DELTA(d.psi_cpu_some_usec, prev->psi_cpu_some_usec, cur->psi_cpu_some_usec);
+                d.psi_cpu_covered_usec = d.duration_usec;
+        }
+
+#undef VMSTAT_DELTA
+#undef DELTA
+
+        *ret = d;
+        return true;
+}
+
+static void deltas_add(StormDeltas *w, const StormDeltas *d) {
+        w->duration_usec += d->duration_usec;
+        w->vmstat.compact_stall += d->vmstat.compact_stall;
+        w->vmstat.compact_fail += d->vmstat.compact_fail;
+        w->vmstat.compact_success += d->vmstat.compact_success;
+        w->vmstat.compact_migrate_scanned += d->vmstat.compact_migrate_scanned;
+        w->vmstat.compact_free_scanned += d->vmstat.compact_free_scanned;
+        w->vmstat.compact_daemon_wake += d->vmstat.compact_daemon_wake;
+        w->vmstat.thp_fault_alloc += d->vmstat.thp_fault_alloc;
+        w->vmstat.thp_fault_fallback += d->vmstat.thp_fault_fallback;
+        w->vmstat.thp_collapse_alloc += d->vmstat.thp_collapse_alloc;
+        w->vmstat.thp_collapse_alloc_failed += d->vmstat.thp_collapse_alloc_failed;
+        w->vmstat.allocstall += d->vmstat.allocstall;
+        w->khugepaged_cpu_usec += d->khugepaged_cpu_usec;
+        w->khugepaged_covered_usec += d->khugepaged_covered_usec;
+        w->kcompactd_cpu_usec += d->kcompactd_cpu_usec;
+        w->kcompactd_covered_usec += d->kcompactd_covered_usec;
+        w->psi_memory_some_usec += d->psi_memory_some_usec;
+        w->psi_memory_full_usec += d->psi_memory_full_usec;
+        w->psi_memory_covered_usec += d->psi_memory_covered_usec;
+        w->psi_cpu_some_usec += d->psi_cpu_some_usec;
+        w->psi_cpu_covered_usec += d->psi_cpu_covered_usec;
+}
+
+static double ratio(uint64_t part, uint64_t whole) {
+        return whole > 0 ? (double) part / (double) whole : 0.0;
+}
+
+static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
+        double secs = (double) d->duration_usec / (double) STORM_USEC_PER_SEC;
+        const VmStat *v = &d->vmstat;
+
+        *ret = (StormFigures) {
+                .window_usec = d->duration_usec,
+                .compact_stalls_per_sec = (double) v->compact_stall / secs,
+                .compact_fail_ratio = ratio(v->compact_fail, v->compact_fail + v->compact_success),
+                .compact_scanned_per_sec = (double) (v->compact_migrate_scanned + v->compact_free_scanned) / secs,
+                .thp_fault_fallback_per_sec = (double) v->thp_fault_fallback / secs,
+                .thp_fault_fallback_ratio = ratio(v->thp_fault_fallback, v->thp_fault_alloc + v->thp_fault_fallback),
+                .thp_collapse_failed_per_sec = (double) v->thp_collapse_alloc_failed / secs,
+                .allocstalls_per_sec = (double) v->allocstall / secs,
+                .compact_daemon_wakes_per_sec = (double) v->compact_daemon_wake / secs,
+                .khugepaged_cpu_percent = 100.0 * ratio(d->khugepaged_cpu_usec, d->khugepaged_covered_usec),
+                .kcompactd_cpu_percent = 100.0 * ratio(d->kcompactd_cpu_usec, d->kcompactd_covered_usec),
+                .has_psi_memory = d->psi_memory_covered_usec > 0,
+                .has_psi_cpu = d->psi_cpu_covered_usec > 0,
+                .psi_memory_some_percent = 100.0 * ratio(d->psi_memory_some_usec, d->psi_memory_covered_usec),
+                .psi_memory_full_percent = 100.0 * ratio(d->psi_memory_full_usec, d->psi_memory_covered_usec),
+                .psi_cpu_some_percent = 100.0 * ratio(d->psi_cpu_some_usec, d->psi_cpu_covered_usec),
+        };
+}
+
+static bool kind_is_hot(const StormConfig *cfg, StormKind kind, const StormFigures *f) {
+        switch (kind) {
+        case STORM_KIND_DIRECT_COMPACTION:
+                /* Compaction that mostly succeeds is doing its job; stalls that mostly fail while
+                 * tasks wait on memory are the storm. Without PSI (psi=0) the stall and failure
+                 * figures have to do on their own. */
+                return f->compact_stalls_per_sec > 0 &&
+                        f->compact_stalls_per_sec >= cfg->compact_stalls_per_sec &&
+                        f->compact_fail_ratio > cfg->fail_ratio &&
+                        (!f->has_psi_memory || f->psi_memory_some_percent >= cfg->pressure_percent);
+        case STORM_KIND_KHUGEPAGED:
+                return f->khugepaged_cpu_percent > cfg->kthread_cpu_percent;
+        case STORM_KIND_KCOMPACTD:
+                return f->kcompactd_cpu_percent > cfg->kthread_cpu_percent;
+        default:
+                return false;
+        }
+}
+
+/* Quiet: nothing in this interval would count towards a storm, and memory pressure is below
+ * the threshold that would have woken us. */
+static bool interval_is_quiet(const StormConfig *cfg, const StormFigures *f) {
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
+                if (kind_is_hot(cfg, k, f))
+                        return false;
+        return !f->has_psi_memory || f->psi_memory_some_percent < cfg->pressure_percent;
+}
+
+static void set_phase(StormKindState *ks, StormPhase phase, uint64_t now) {
+        ks->phase = phase;
+        ks->phase_since_usec = now;
+}
+
+/* Returns +1 when the kind entered STORM, -1 when it went back to CALM from a storm. */
+static int advance_kind(const StormConfig *cfg, StormKindState *ks, bool hot, const StormFigures *f, uint64_t now) {
+        uint64_t dur = f->window_usec;
+
+        switch (ks->phase) {
+        case STORM_PHASE_CALM:
+        case STORM_PHASE_SUSPECT:
+                if (!hot) {
+                        ks->hot_usec = 0;
+                        if (ks->phase != STORM_PHASE_CALM)
+                                set_phase(ks, STORM_PHASE_CALM, now);
+                        return 0;
+                }
+                ks->hot_usec = ks->phase == STORM_PHASE_CALM ? dur : ks->hot_usec + dur;
+                if (ks->hot_usec < cfg->storm_after_usec) {
+                        if (ks->phase != STORM_PHASE_SUSPECT)
+                                set_phase(ks, STORM_PHASE_SUSPECT, now);
+                        return 0;
+                }
+                set_phase(ks, STORM_PHASE_STORM, now);
+                ks->cool_usec = 0;
+                ks->has_trip = true;
+                ks->storm_since_usec = now;
+                ks->trip = *f;
+                return 1;
+
+        case STORM_PHASE_STORM:
+        case STORM_PHASE_COOLING:
+                if (hot) {
+                        ks->hot_usec += dur;
+                        ks->cool_usec = 0;
+                        /* Heating up again while cooling continues the same storm: no new event. */
+                        if (ks->phase != STORM_PHASE_STORM)
+                                set_phase(ks, STORM_PHASE_STORM, now);
+                        return 0;
+                }
+                ks->cool_usec = ks->phase == STORM_PHASE_STORM ? dur : ks->cool_usec + dur;
+                if (ks->cool_usec < cfg->cool_after_usec) {
+                        if (ks->phase != STORM_PHASE_COOLING)
+                                set_phase(ks, STORM_PHASE_COOLING, now);
+                        return 0;
+                }
+                set_phase(ks, STORM_PHASE_CALM, now);
+                ks->hot_usec = 0;
+                ks->cool_usec = 0;
+                return -1;
+
+        default:
+                return 0;
+        }
+}
+
+unsigned storm_kind_mitigation_start(StormKind kind) {
+        return kind == STORM_KIND_KHUGEPAGED ? 2 : 1;
+}
+
+static bool update_mitigation(const StormConfig *cfg, StormState *s, uint64_t now) {
+        unsigned want = 0, level = s->mitigation_level;
+        bool storming = false, calm = true;
+
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++) {
+                if (s->kinds[k].phase == STORM_PHASE_STORM) {
+                        storming = true;
+                        want = MAX(want, storm_kind_mitigation_start(k));
+                }
+                if (s->kinds[k].phase != STORM_PHASE_CALM)
+                        calm = false;
+        }
+
+        if (cfg->action != STORM_ACTION_MITIGATE)
+                level = 0;
+        else if (storming) {
+                if (level < want)
+                        level = want;
+                else if (level < STORM_MITIGATION_LEVEL_MAX &&
+                         now - s->mitigation_changed_usec >= cfg->escalate_after_usec)
+                        level++;
+        } else if (calm && level > 0 && now - s->mitigation_changed_usec >= cfg->hold_down_usec)
+                level = 0;
+
+        if (level == s->mitigation_level)
+                return false;
+
+        s->mitigation_level = level;
+        s->mitigation_changed_usec = now;
+        return true;
+}
+
+static bool all_calm(const StormState *s) {
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
+                if (s->kinds[k].phase != STORM_PHASE_CALM)
+                        return false;
+        return true;
+}
+
+StormChanges storm_classify(const StormConfig *cfg, StormState *state, const StormSample *prev,
+                            const StormSample *cur) {
+        StormChanges c = {};
+        StormFigures interval;
+        StormDeltas d;
+        uint64_t now = cur->timestamp_usec;
+        bool quiet, calm;
+
+        if (!prev) {
+                state->window = (StormDeltas) {};
+                state->active = true;
+                state->quiet_usec = 0;
+                return c;
+        }
+
+        if (!deltas_from_interval(prev, cur, &d)) {
+                c.interval_ignored = true;
+                return c;
+        }
+
+        figures_from_deltas(&d, &interval);
+        quiet = interval_is_quiet(cfg, &interval);
+
+        deltas_add(&state->window, &d);
+        if (state->window.duration_usec >= cfg->window_usec) {
+                StormFigures f;
+
+                figures_from_deltas(&state->window, &f);
+                state->window = (StormDeltas) {};
+                state->latest = f;
+                state->has_latest = true;
+                c.window_completed = true;
+
+                for (StormKind k = 0; k < _STORM_KIND_MAX; k++) {
+                        int r = advance_kind(cfg, &state->kinds[k], kind_is_hot(cfg, k, &f), &f, now);
+
+                        if (r > 0)
+                                c.detected |= 1u << k;
+                        else if (r < 0)
+                                c.cleared |= 1u << k;
+                }
+        }
+
+        c.mitigation_changed = update_mitigation(cfg, state, now);
+
+        calm = all_calm(state);
+        if (quiet && calm)
+                state->quiet_usec += d.duration_usec;
+        else
+                state->quiet_usec = 0;
+
+        if (!quiet || !calm)
+                state->active = true;
+        else if (state->mitigation_level == 0 && state->quiet_usec >= cfg->cool_after_usec)
+                state->active = false;
+
+        return c;
+}
+
+bool storm_state_is_idle(const StormState *s) {
+        return !s->active;
+}
+
+char *storm_figures_describe(StormKind kind, const StormFigures *f) {
+        g_autofree char *psi = NULL;
+        double secs = (double) f->window_usec / (double) STORM_USEC_PER_SEC;
+
+        psi = f->has_psi_memory ? g_strdup_printf("memory pressure %.1f%%", f->psi_memory_some_percent)
+                                : g_strdup("memory pressure unknown (no PSI)");
+
+        switch (kind) {
+        case STORM_KIND_DIRECT_COMPACTION:
+                return g_strdup_printf("%.1f direct compaction stalls/s, %.0f%% failed, %.0f pages scanned/s, "
+                                       "%.1f THP fault fallbacks/s, %s, over %.1fs",
+                                       f->compact_stalls_per_sec, 100.0 * f->compact_fail_ratio,
+                                       f->compact_scanned_per_sec, f->thp_fault_fallback_per_sec, psi, secs);
+        case STORM_KIND_KHUGEPAGED:
+                return g_strdup_printf("khugepaged at %.0f%% of a CPU, %.1f failed collapse allocations/s, %s, over %.1fs",
+                                       f->khugepaged_cpu_percent, f->thp_collapse_failed_per_sec, psi, secs);
+        case STORM_KIND_KCOMPACTD:
+                return g_strdup_printf("kcompactd at %.0f%% of a CPU, %.1f wake-ups/s, %s, over %.1fs",
+                                       f->kcompactd_cpu_percent, f->compact_daemon_wakes_per_sec, psi, secs);
+        default:
+                return NULL;
+        }
+}
+
+int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret[_KNOB_MAX]) {
+        /* kernel-facts §2: the khugepaged values are Huawei Cloud HCE's tuning for THP storms. */
+        static const struct {
+                unsigned level;
+                Knob knob;
+                const char *value;
+        } steps[] = {
+                { 2, KNOB_KHUGEPAGED_DEFRAG,                "0" },
+                { 2, KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS,  "30000" },
+                { 2, KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS, "120000" },
+                { 2, KNOB_KHUGEPAGED_PAGES_TO_SCAN,         "2048" },
+                { 3, KNOB_ENABLED,                          "madvise" },
+        };
+        KnobValue votes[_KNOB_MAX];
+        int r;
+
+        if (!cfg || level > STORM_MITIGATION_LEVEL_MAX)
+                return -EINVAL;
+
+        FOREACH_KNOB(k)
+                votes[k] = KNOB_VALUE_UNSET;
+
+        if (level >= 1)
+                votes[KNOB_DEFRAG] = cfg->mitigation_defrag;
+
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                if (level < steps[i].level)
+                        continue;
+                r = knob_value_from_string(steps[i].knob, steps[i].value, &votes[steps[i].knob]);
+                if (r < 0)
+                        return r;
+        }
+
+        memcpy(ret, votes, sizeof(votes));
+        return 0;
+}
