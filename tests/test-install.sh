@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Configures a fresh build of the source tree the way a distribution does (--prefix=/usr,
+# --sysconfdir=/etc), runs "meson install --destdir" into a scratch directory and compares what
+# was installed with the list of files a Debian system expects, exactly: a missing file and an
+# unexpected one both fail. Then checks that the installed pieces fit together: the pkg-config
+# policydir, the paths inside the unit and bus activation files, file modes thpd trusts, and the
+# installed policies pass the installed thpd-ctl's verify.
+#
+# Usage: test-install.sh   (THPD_SOURCE_ROOT must be set; meson test does)
+
+set -u
+
+src=${THPD_SOURCE_ROOT:?}
+
+for tool in meson ninja pkg-config; do
+        if ! command -v "$tool" >/dev/null; then
+                echo "SKIP: $tool is not installed"
+                exit 77
+        fi
+done
+
+failed=0
+fail() {
+        echo "FAIL: $*"
+        failed=1
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+build=$tmp/build
+dest=$tmp/dest
+
+# Where the distribution wants units and completions; the build asks pkg-config the same way.
+unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null) || unitdir=/lib/systemd/system
+completionsdir=$(pkg-config --define-variable=datadir=/usr/share --variable=completionsdir bash-completion \
+                 2>/dev/null) || completionsdir=/usr/share/bash-completion/completions
+
+if ! meson setup "$build" "$src" --prefix=/usr --sysconfdir=/etc --buildtype=plain -Dtests=false \
+        --wrap-mode=nodownload >"$tmp/setup.log" 2>&1; then
+        cat "$tmp/setup.log"
+        fail "meson setup failed"
+        exit 1
+fi
+if ! meson install -C "$build" --destdir "$dest" >"$tmp/install.log" 2>&1; then
+        cat "$tmp/install.log"
+        fail "meson install failed"
+        exit 1
+fi
+
+expected=(
+        /usr/sbin/thpd
+        /usr/bin/thpd-ctl
+        /usr/lib/thpd/policy.d/hadoop.conf
+        /usr/lib/thpd/policy.d/mongodb.conf
+        /usr/lib/thpd/policy.d/mysql.conf
+        /usr/lib/thpd/policy.d/postgresql.conf
+        /usr/lib/thpd/policy.d/redis.conf
+        "$unitdir/thpd.service"
+        "$unitdir/redis-server.service.d/thpd-await.conf"
+        "$unitdir/redis-server@.service.d/thpd-await.conf"
+        /usr/share/dbus-1/system.d/org.thpd1.conf
+        /usr/share/dbus-1/system-services/org.thpd1.service
+        /usr/share/dbus-1/interfaces/org.thpd1.Manager.xml
+        /usr/share/polkit-1/actions/org.thpd1.policy
+        /usr/lib/tmpfiles.d/thpd.conf
+        /etc/thpd/thpd.conf
+        /usr/share/man/man8/thpd.8
+        /usr/share/man/man1/thpd-ctl.1
+        /usr/share/man/man5/thpd.conf.5
+        /usr/share/man/man5/thpd.policy.5
+        "$completionsdir/thpd-ctl"
+        /usr/share/pkgconfig/thpd.pc
+)
+
+printf '%s\n' "${expected[@]}" | sort >"$tmp/expected"
+(cd "$dest" && find . -type f -o -type l) | sed 's|^\.||' | sort >"$tmp/installed"
+if ! diff -u "$tmp/expected" "$tmp/installed" >"$tmp/diff"; then
+        fail "installed files differ from the expected list (- missing, + unexpected):"
+        sed -n '3,$p' "$tmp/diff" | grep '^[-+]'
+fi
+
+# --- the pieces fit together --------------------------------------------------------------------
+
+pc_dir=$dest/usr/share/pkgconfig
+policydir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=policydir thpd 2>&1)
+[[ $policydir == /usr/lib/thpd/policy.d ]] ||
+        fail "pkg-config --variable=policydir thpd says '$policydir', not /usr/lib/thpd/policy.d"
+# A package built for another prefix (or staged into a destdir) can move it with ${prefix}.
+moved=$(PKG_CONFIG_PATH=$pc_dir pkg-config --define-variable=prefix=/opt/x --variable=policydir thpd 2>&1)
+[[ $moved == /opt/x/lib/thpd/policy.d ]] ||
+        fail "policydir does not follow --define-variable=prefix=/opt/x: '$moved'"
+iface=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=interfacesdir thpd 2>&1)
+[[ $iface == /usr/share/dbus-1/interfaces ]] || fail "pkg-config --variable=interfacesdir thpd says '$iface'"
+version=$(PKG_CONFIG_PATH=$pc_dir pkg-config --modversion thpd 2>&1)
+[[ $("$dest/usr/sbin/thpd" --version) == "thpd $version" ]] ||
+        fail "thpd --version does not match the .pc version $version"
+
+grep -qx 'ExecStart=/usr/sbin/thpd' "$dest$unitdir/thpd.service" ||
+        fail "thpd.service does not start /usr/sbin/thpd"
+grep -qx 'ExecStartPre=-/usr/bin/thpd-ctl await %n' "$dest$unitdir/redis-server.service.d/thpd-await.conf" ||
+        fail "the redis-server drop-in does not run /usr/bin/thpd-ctl await"
+grep -qx 'SystemdService=thpd.service' "$dest/usr/share/dbus-1/system-services/org.thpd1.service" ||
+        fail "the bus activation file does not name thpd.service"
+
+for f in /usr/sbin/thpd /usr/bin/thpd-ctl; do
+        [[ -x $dest$f ]] || fail "$f is not executable"
+done
+# thpd ignores a policy (and a policy directory) that group or others can write.
+while read -r f; do
+        fail "$f is writable by group or others; thpd would not trust it"
+done < <(find "$dest" \( -type f -o -type d \) -perm /022 -printf '/%P\n')
+
+# The installed policies are clean for the installed thpd-ctl. Installed files belong to whoever
+# ran the install, so trust that user as thpd trusts root.
+out=$(THPD_TRUSTED_UID=$(id -u) "$dest/usr/bin/thpd-ctl" verify --policy-dir="$dest/usr/lib/thpd/policy.d" 2>&1)
+rc=$?
+n=$(grep -c "^[a-z]*\.conf: $dest/usr/lib/thpd/policy.d/" <<<"$out")
+[[ $rc -eq 0 && $n -eq 5 ]] || fail "thpd-ctl verify of the installed policies (exit $rc, $n of 5 found):"$'\n'"$out"
+
+[[ $failed -eq 0 ]] && echo "ok: meson install --destdir installs the ${#expected[@]} expected files, and they fit together"
+exit $failed
