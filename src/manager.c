@@ -9,6 +9,7 @@
 #include "manager-bus.h"
 #include "manager.h"
 #include "pools.h"
+#include "storm.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -85,6 +86,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        storm_watcher_free(m->storm);
         manager_bus_free(m);
         unit_tracker_free(m->units);
         sd_event_source_disable_unref(m->sigterm);
@@ -549,6 +551,15 @@ static void update_status(Manager *m) {
                                n_active, n_active == 1 ? "y" : "ies");
         if (m->units && !unit_tracker_is_ready(m->units))
                 g_string_append(s, "; waiting for the systemd manager");
+        if (m->storm) {
+                StormPhase worst = STORM_PHASE_CALM;
+
+                for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
+                        if (storm_watcher_get_phase(m->storm, k) == STORM_PHASE_STORM)
+                                worst = STORM_PHASE_STORM;
+                if (worst == STORM_PHASE_STORM)
+                        g_string_append(s, "; compaction/khugepaged storm");
+        }
         if (g_hash_table_size(m->needs_restart) > 0)
                 g_string_append_printf(s, "; %u unit(s) need a restart", g_hash_table_size(m->needs_restart));
 
@@ -693,11 +704,62 @@ void manager_clear_override(Manager *m) {
         manager_apply(m);
 }
 
+static void update_mitigation(Manager *m) {
+        unsigned level = m->storm ? storm_watcher_get_mitigation_level(m->storm) : 0;
+        KnobValue votes[_KNOB_MAX];
+        int r;
+
+        unset_knobs(m->mitigation);
+        if (level == 0)
+                return;
+        r = storm_mitigation_votes(&m->settings.storm, level, votes);
+        if (r < 0) {
+                log_error_errno(r, "Cannot work out the storm mitigation for level %u: %s", level, strerror(-r));
+                return;
+        }
+        /* Knobs this kernel lacks cannot be softened; keep them out of the explanations too. */
+        FOREACH_KNOB(k)
+                if (m->present[k])
+                        m->mitigation[k] = votes[k];
+}
+
+static void on_storm_event(StormWatcher *w, StormEvent event, StormKind kind, const StormFigures *figures,
+                           void *userdata) {
+        Manager *m = userdata;
+
+        if (event == STORM_EVENT_MITIGATION_CHANGED) {
+                log_notice("Storm mitigation now at level %u.", storm_watcher_get_mitigation_level(w));
+                update_mitigation(m);
+                manager_apply(m);
+        }
+        manager_bus_storm_event(m, event, kind, figures);
+        update_status(m);
+}
+
+/* (Re)creates the watcher when its settings changed; a watcher that cannot read vmstat leaves
+ * thpd running without storm detection rather than not running at all. */
+static void setup_storm_watcher(Manager *m, bool config_changed) {
+        int r;
+
+        manager_bus_set_storm_action(m, m->settings.storm.action);
+        if (m->storm && !config_changed)
+                return;
+
+        m->storm = storm_watcher_free(m->storm);
+        unset_knobs(m->mitigation);
+        r = storm_watcher_new(m->event, m->procfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
+        if (r < 0)
+                log_warning_errno(r, "Storm detection is off: cannot read %s/vmstat: %s", m->procfs_root, strerror(-r));
+}
+
 int manager_reload(Manager *m) {
+        StormConfig old_storm = m->settings.storm;
+
         log_info("Reloading policies and settings.");
         (void) sd_notify(false, "RELOADING=1");
         (void) load_settings(m);
         load_policies(m);
+        setup_storm_watcher(m, memcmp(&old_storm, &m->settings.storm, sizeof old_storm) != 0);
         if (m->units)
                 (void) unit_tracker_rescan(m->units);
         manager_apply(m);
@@ -762,6 +824,7 @@ int manager_start(Manager *m) {
         r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
         if (r < 0)
                 return r;
+        setup_storm_watcher(m, true);
 
         /* Apply the baseline at once: whatever systemd says later, the machine is in a known state. */
         manager_apply(m);

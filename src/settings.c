@@ -16,6 +16,7 @@ void settings_init(Settings *c) {
         };
         FOREACH_KNOB(k)
                 c->baseline[k] = KNOB_VALUE_UNSET;
+        storm_config_init_defaults(&c->storm);
 }
 
 static int parse_boolean(const char *s) {
@@ -30,7 +31,30 @@ typedef struct ParseState {
         Settings *settings;
         const char *path;
         Diagnostics *diag;
+        FILE *f;
+        unsigned line;
 } ParseState;
+
+/* Hands inih one physical line per call, so the line number a setting is reported at is the
+ * line it is on; an over-long line is reported and skipped instead of being split. */
+static char *settings_reader(char *str, int num, void *stream) {
+        ParseState *s = stream;
+        _cleanup_free_ char *line = NULL;
+        size_t allocated = 0;
+        ssize_t n;
+
+        n = getline(&line, &allocated, s->f);
+        if (n < 0)
+                return NULL;
+        s->line++;
+        if (n > num - 3) {
+                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line, "line too long (%zd bytes), ignored", n);
+                strcpy(str, "\n");
+                return str;
+        }
+        memcpy(str, line, (size_t) n + 1);
+        return str;
+}
 
 static int daemon_setting(ParseState *s, const char *key, const char *value) {
         Settings *c = s->settings;
@@ -60,7 +84,7 @@ static int daemon_setting(ParseState *s, const char *key, const char *value) {
         return 0;
 
 invalid:
-        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, 0, "invalid value for %s=: \"%s\"", key, value);
+        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line, "invalid value for %s=: \"%s\"", key, value);
         return 0;
 }
 
@@ -74,7 +98,7 @@ static int baseline_setting(ParseState *s, const char *policy_section, const cha
 
         r = knob_value_from_string(k, value, &s->settings->baseline[k]);
         if (r < 0)
-                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, 0,
+                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
                                 "invalid value for %s=: \"%s\" (accepted: %s)",
                                 key, value, knob_describe_values(k, accepted));
         return 0;
@@ -90,19 +114,26 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 r = baseline_setting(s, "TransparentHugePages", key, value);
         else if (streq(section, "BaselineKhugepaged"))
                 r = baseline_setting(s, "Khugepaged", key, value);
-        else if (streq(section, "Storm"))
-                r = 0; /* handled by the storm watcher's own parser */
+        else if (streq(section, "Storm")) {
+                r = storm_config_set(&s->settings->storm, key, value);
+                if (r == -EINVAL || r == -ERANGE) {
+                        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
+                                        "invalid value for %s=: \"%s\"%s", key, value,
+                                        r == -ERANGE ? " (out of range)" : "");
+                        r = 0;
+                }
+        }
 
         if (r == -ENOENT)
-                diagnostics_add(s->diag, DIAGNOSTIC_WARNING, s->path, 0,
+                diagnostics_add(s->diag, DIAGNOSTIC_WARNING, s->path, s->line,
                                 "unknown setting [%s] %s=, ignored", section, key);
         return 1;
 }
 
 int settings_load_files(Settings *c, const char *const *paths, Diagnostics *diag) {
         for (size_t i = 0; paths && paths[i]; i++) {
-                ParseState state = { .settings = c, .path = paths[i], .diag = diag };
                 _cleanup_fclose_ FILE *f = NULL;
+                ParseState state;
                 int r;
 
                 f = fopen(paths[i], "re");
@@ -113,7 +144,8 @@ int settings_load_files(Settings *c, const char *const *paths, Diagnostics *diag
                         continue;
                 }
 
-                r = ini_parse_file(f, handler, &state);
+                state = (ParseState) { .settings = c, .path = paths[i], .diag = diag, .f = f };
+                r = ini_parse_stream(settings_reader, &state, handler, &state);
                 if (r > 0)
                         diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], (unsigned) r, "syntax error");
         }

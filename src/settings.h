@@ -3,6 +3,7 @@
 
 #include "diagnostics.h"
 #include "knob.h"
+#include "storm-classify.h"
 
 /* Daemon settings from thpd.conf (and thpd.conf.d/ drop-ins). */
 
@@ -16,6 +17,7 @@ typedef struct Settings {
         unsigned pool_alloc_retries;
         int log_level;                    /* -1: not configured */
         KnobValue baseline[_KNOB_MAX];    /* explicit baseline values; UNSET = the kernel's own */
+        StormConfig storm;                /* [Storm] */
 } Settings;
 
 void settings_init(Settings *c);
