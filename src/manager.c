@@ -171,9 +171,10 @@ static void load_policies(Manager *m) {
         int r;
 
         diagnostics_init(&diag);
-        r = policy_dirs_enumerate(dirs, &diag, &files);
+        /* Both walk the same directories; only the load reports, so each problem shows once. */
+        r = policy_dirs_enumerate(dirs, NULL, &files);
         if (r >= 0)
-                r = policy_dirs_load(dirs, NULL, &policies);
+                r = policy_dirs_load(dirs, &diag, &policies);
         diagnostics_log(&diag);
         diagnostics_clear(&diag);
         if (r < 0) {
@@ -460,6 +461,27 @@ static void apply_knobs(Manager *m, GArray *changes) {
         }
 }
 
+/* "postgresql.conf for postgresql.service, ..." for the policies holding this pool. */
+static char *pool_reason(Manager *m, uint64_t page_size_kb, int node) {
+        g_autoptr(GString) s = g_string_new(NULL);
+
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                const PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+
+                if (!p->has_pool || p->pool.page_size_kb != page_size_kb || p->pool.node != node || !rt)
+                        continue;
+                if (rt->active)
+                        g_string_append_printf(s, "%s%s for %s", s->len > 0 ? ", " : "", p->path,
+                                               (const char *) g_ptr_array_index(rt->units, 0));
+                else if (rt->pool_grace_until > 0)
+                        g_string_append_printf(s, "%s%s, held after its unit stopped", s->len > 0 ? ", " : "", p->path);
+        }
+        if (s->len == 0)
+                g_string_append(s, "baseline, no policy holds it");
+        return g_string_free(g_steal_pointer(&s), false);
+}
+
 static void apply_pools(Manager *m) {
         PoolRoots roots = { .sysfs_root = m->sysfs_root, .procfs_root = m->procfs_root };
         PoolOps ops = pool_ops_sysfs(&roots);
@@ -508,20 +530,23 @@ static void apply_pools(Manager *m) {
                                 (void) baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr);
                         status.target = state.nr;
                 } else if (state.nr != status.target) {
+                        g_autofree char *reason = pool_reason(m, t->page_size_kb, t->node);
+
                         r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
                         if (r < 0) {
-                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages: %s", size, status.target, strerror(-r));
+                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %s", size,
+                                                status.target, reason, strerror(-r));
                                 status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
                         } else if (res.allocated < status.target) {
                                 status.shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)",
                                                                    res.allocated, status.target, res.attempts);
                                 log_warning("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages, %" PRIu64 " short of %" PRIu64
-                                            " after %u attempt(s) and %u compaction(s)",
+                                            " after %u attempt(s) and %u compaction(s) (%s)",
                                             size, state.nr, res.allocated, status.target - res.allocated, status.target,
-                                            res.attempts, res.compactions);
+                                            res.attempts, res.compactions, reason);
                         } else
-                                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%u polic%s)", size, state.nr,
-                                         res.allocated, t->n_policies, t->n_policies == 1 ? "y" : "ies");
+                                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%s)", size, state.nr,
+                                         res.allocated, reason);
                         m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
                 } else
                         m->pool_owned[bi] = t->requested > 0;
