@@ -9,7 +9,7 @@ whatever they are. It exits 1 when the benchmark itself could not run to the end
 How to run (as root, with Debian's /usr/bin/python3, which has python3-gi):
 
     meson setup build && ninja -C build
-    meson test --benchmark -C build            # the full run, about 3-4 minutes
+    meson test --benchmark -C build            # the full run, about two minutes
     /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd
     /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd \\
         --cycles 20 --resource-cycles 50 --idle-seconds 5       # a smoke run
