@@ -3,8 +3,8 @@
 # The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds with
 # -Werror, runs every test (unit, integration on a private bus with a real systemd --user
 # manager, and the real-kernel tests when /sys is writable), then again under ASan/UBSan, and
-# the unit tests once more under valgrind. Run as root for the integration and real-kernel
-# layers; they are skipped, visibly, otherwise.
+# the unit tests and the daemon once more under valgrind. Run as root for the integration and
+# real-kernel layers; they are skipped, visibly, otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,8 +25,17 @@ echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
-echo "== unit tests under valgrind (leaks are errors)"
-meson test -C build-test --suite unit --print-errorlogs --num-processes 2 \
-        --wrapper 'valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --trace-children=no'
+echo "== leaks: the unit tests in-process, and the daemon through its integration scenarios, under valgrind"
+vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
+    --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes)
+for t in build-test/tests/test-*; do
+        [ -f "$t" ] && [ -x "$t" ] || continue
+        # test-sysfs needs Check's fork per test: it unshares mounts and drops privileges.
+        [ "$(basename "$t")" = test-sysfs ] && continue
+        echo "valgrind $t"
+        CK_FORK=no THPD_SOURCE_ROOT="$PWD" "${vg[@]}" "$t" >/dev/null
+done
+"${vg[@]}" build-test/src/thpd-ctl verify policy/*.conf
+THPD_WRAPPER="${vg[*]}" meson test -C build-test --print-errorlogs integration-daemon
 
 echo "All tests passed."

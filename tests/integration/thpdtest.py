@@ -47,6 +47,7 @@ import os
 import re
 import select
 import shlex
+import shlex
 import shutil
 import signal
 import socket
@@ -468,8 +469,11 @@ class Thpd:
         self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._notify.bind(str(notify_path))
         env = dict(env, NOTIFY_SOCKET=str(notify_path))
+        # THPD_WRAPPER runs the daemon under a tool, e.g. valgrind with an error exit code, so
+        # that leaks fail stop()'s exit status check.
+        wrapper = shlex.split(os.environ.get('THPD_WRAPPER', ''))
         with open(self.log_path, 'wb') as log:
-            self.process = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
+            self.process = subprocess.Popen(wrapper + self.argv, env=env, stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=subprocess.STDOUT)
 
     @property
