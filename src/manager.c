@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -12,6 +13,8 @@
 #include "storm.h"
 #include "sysfs.h"
 #include "util.h"
+
+#define USEC_PER_SEC_ACCURACY UINT64_C(1000000)
 
 static void policy_runtime_free(gpointer p) {
         PolicyRuntime *r = p;
@@ -93,6 +96,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigint);
         sd_event_source_disable_unref(m->sighup);
         sd_event_source_disable_unref(m->grace_timer);
+        sd_event_source_disable_unref(m->apply_event);
+        sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->override_timer);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
@@ -135,7 +140,52 @@ static bool unit_filter(const char *unit, void *userdata) {
 }
 
 static void on_units_changed(UnitTracker *t, void *userdata) {
+        manager_queue_apply(userdata);
+}
+
+static int on_apply_event(sd_event_source *s, void *userdata) {
         manager_apply(userdata);
+        return 0;
+}
+
+void manager_queue_apply(Manager *m) {
+        int r;
+
+        if (!m->apply_event) {
+                r = sd_event_add_defer(m->event, &m->apply_event, on_apply_event, m);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(m->apply_event, SD_EVENT_PRIORITY_IDLE);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot queue an apply, applying at once: %s", strerror(-r));
+                        m->apply_event = sd_event_source_disable_unref(m->apply_event);
+                        manager_apply(m);
+                        return;
+                }
+        }
+        (void) sd_event_source_set_enabled(m->apply_event, SD_EVENT_ONESHOT);
+}
+
+/* A burst of applies leaves freed heap fragments glibc keeps; give them back once it is over,
+ * so a long-running daemon does not creep. */
+#define TRIM_DELAY_USEC (5 * UINT64_C(1000000))
+
+static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        malloc_trim(0);
+        return 0;
+}
+
+static void schedule_trim(Manager *m) {
+        int r;
+
+        if (!m->trim_timer) {
+                r = sd_event_add_time_relative(m->event, &m->trim_timer, CLOCK_MONOTONIC, TRIM_DELAY_USEC,
+                                               USEC_PER_SEC_ACCURACY, on_trim_timer, m);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot arm the heap trim timer: %s", strerror(-r));
+                return;
+        }
+        (void) sd_event_source_set_time_relative(m->trim_timer, TRIM_DELAY_USEC);
+        (void) sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
 }
 
 static int load_settings(Manager *m) {
@@ -286,7 +336,7 @@ static gint compare_strings(gconstpointer a, gconstpointer b) {
 }
 
 static int on_grace_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        manager_apply(userdata);
+        manager_queue_apply(userdata);
         return 0;
 }
 
@@ -636,6 +686,7 @@ void manager_apply(Manager *m) {
                 m->ready_sent = true;
         }
         manager_bus_after_apply(m, (const KnobChange *) changes->data, changes->len);
+        schedule_trim(m);
 }
 
 int manager_restore(Manager *m) {

@@ -76,6 +76,8 @@ typedef struct Manager {
 
         sd_event_source *sigterm, *sigint, *sighup;
         sd_event_source *grace_timer, *override_timer;
+        sd_event_source *apply_event;  /* coalesces a burst of unit signals into one apply */
+        sd_event_source *trim_timer;   /* hands freed heap back to the kernel after a burst */
         bool ready_sent;
         bool applied_once;
         unsigned apply_generation;
@@ -97,6 +99,9 @@ int manager_reload(Manager *m);
 
 /* Resolves and writes what differs. Safe to call any time; cheap when nothing changed. */
 void manager_apply(Manager *m);
+/* Applies once the bus messages already received are handled: a unit start brings several
+ * signals at once, and one apply after them is enough. */
+void manager_queue_apply(Manager *m);
 
 /* Writes the baseline back (SIGTERM). Returns 0 when every owned knob and pool was restored. */
 int manager_restore(Manager *m);

@@ -45,12 +45,12 @@ or through "meson test --suite integration".
 import contextlib
 import os
 import re
-import select
 import shlex
 import shlex
 import shutil
 import signal
 import socket
+import threading
 import subprocess
 import sys
 import tempfile
@@ -468,6 +468,11 @@ class Thpd:
         self.log_text = None
         self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._notify.bind(str(notify_path))
+        # A reader thread empties the socket all the time: once its queue is full (10 datagrams)
+        # the daemon would block in sd_notify(), as it never does under systemd.
+        self._arrived = threading.Condition()
+        self._reader = threading.Thread(target=self._read_notifications, daemon=True)
+        self._reader.start()
         env = dict(env, NOTIFY_SOCKET=str(notify_path))
         # THPD_WRAPPER runs the daemon under a tool, e.g. valgrind with an error exit code, so
         # that leaks fail stop()'s exit status check.
@@ -496,12 +501,25 @@ class Thpd:
     def log(self):
         return self.log_text if self.log_text is not None else _read_text(self.log_path)
 
+    def _read_notifications(self):
+        while True:
+            try:
+                data = self._notify.recv(4096)
+            except OSError:
+                return
+            if not data:
+                return
+            text = data.decode(errors='replace')
+            with self._arrived:
+                self.notifications.append(dict(line.split('=', 1) for line in text.splitlines() if '=' in line))
+                self._arrived.notify_all()
+
     def _drain(self, timeout):
-        """Reads the notifications that arrive within timeout seconds (stops at the first)."""
-        while select.select([self._notify], [], [], timeout)[0]:
-            data = self._notify.recv(4096).decode(errors='replace')
-            self.notifications.append(dict(line.split('=', 1) for line in data.splitlines() if '=' in line))
-            timeout = 0
+        """Waits up to timeout seconds for a new notification (the reader thread keeps them all)."""
+        with self._arrived:
+            seen = len(self.notifications)
+            if timeout:
+                self._arrived.wait_for(lambda: len(self.notifications) > seen, timeout)
 
     def _ready(self):
         self._drain(POLL_INTERVAL)
@@ -546,6 +564,8 @@ class Thpd:
         """Kills the daemon if it still runs and keeps its log in memory."""
         if self.running:
             self.kill()
+        self._notify.shutdown(socket.SHUT_RDWR)
+        self._reader.join()
         self._notify.close()
         if self.log_text is None:
             self.log_text = _read_text(self.log_path)
