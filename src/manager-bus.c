@@ -43,6 +43,7 @@ enum {
 
 typedef struct BusData {
         sd_bus_slot *vtable_slot;
+        sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter* */
         StormAction storm_action;
@@ -716,8 +717,14 @@ static void awaiter_free_void(gpointer p) {
         awaiter_free(p);
 }
 
+/* Applied: the last apply pass counted the unit for each of its policies, and the unit tracker
+ * still sees it wanted. The second half matters while an apply is queued: a unit that stopped
+ * and is being started again must not be answered from the pass before it stopped. */
 static bool unit_policies_applied(Manager *m, const char *unit, GPtrArray *policies) {
-        if (!m->applied_once)
+        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
+        TrackedUnit *u = units ? g_hash_table_lookup(units, unit) : NULL;
+
+        if (!m->applied_once || !u || !tracked_unit_is_wanted(u))
                 return false;
         for (guint i = 0; i < policies->len; i++) {
                 const Policy *p = g_ptr_array_index(policies, i);
@@ -777,8 +784,8 @@ static bool unit_name_plausible(const char *unit) {
 static int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         BusData *d = m->bus_data;
+        const char *unit, *sender = sd_bus_message_get_sender(msg);
         Awaiter *a;
-        const char *unit;
         int r;
 
         r = sd_bus_message_read(msg, "s", &unit);
@@ -791,8 +798,10 @@ static int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error
                                          "%s is not a unit name; pass the full name, e.g. redis-server.service.", q);
         }
 
-        if (await_try_reply(m, msg, unit))
+        if (await_try_reply(m, msg, unit)) {
+                log_debug("Await(%s) from %s: answered at once.", unit, sender);
                 return 1;
+        }
 
         if (d->awaiters->len >= AWAITERS_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
@@ -809,7 +818,7 @@ static int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error
                 return r;
         }
         g_ptr_array_add(d->awaiters, a);
-        log_debug("Await(%s) from %s: waiting for its policy.", unit, sd_bus_message_get_sender(msg));
+        log_debug("Await(%s) from %s: waiting for its policy.", unit, sender);
         return 1;
 }
 
@@ -847,6 +856,24 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END
 };
 
+/* Await() callers get an answer rather than a vanished peer. */
+static void fail_awaiters(BusData *d) {
+        for (guint i = 0; i < d->awaiters->len; i++) {
+                Awaiter *a = g_ptr_array_index(d->awaiters, i);
+
+                (void) sd_bus_reply_method_errorf(a->call, THPD_ERROR_FAILED, "thpd is stopping.");
+        }
+        g_ptr_array_set_size(d->awaiters, 0);
+}
+
+/* Runs before sd-bus's own exit handler, which flushes and closes the connection. */
+static int on_event_loop_exit(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+
+        fail_awaiters(m->bus_data);
+        return 0;
+}
+
 static int on_name_acquired(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (sd_bus_message_is_method_error(m, NULL)) {
                 log_error("Cannot own the bus name %s: %s", THPD_BUS_NAME, sd_bus_message_get_error(m)->message);
@@ -865,6 +892,12 @@ int manager_bus_register(Manager *m) {
         d->storm_action = STORM_DEFAULT_ACTION;
         m->bus_data = d;
 
+        r = sd_event_add_exit(m->event, &d->exit_source, on_event_loop_exit, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(d->exit_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch for the daemon's exit: %s", strerror(-r));
+
         r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %s", THPD_BUS_PATH, strerror(-r));
@@ -879,12 +912,9 @@ void manager_bus_free(Manager *m) {
 
         if (!d)
                 return;
-        for (guint i = 0; i < d->awaiters->len; i++) {
-                Awaiter *a = g_ptr_array_index(d->awaiters, i);
-
-                (void) sd_bus_reply_method_errorf(a->call, THPD_ERROR_FAILED, "thpd is stopping.");
-        }
+        fail_awaiters(d);
         g_ptr_array_unref(d->awaiters);
+        sd_event_source_disable_unref(d->exit_source);
         polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
         for (size_t i = 0; i < _TRACKED_MAX; i++)

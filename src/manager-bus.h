@@ -20,7 +20,8 @@
 
 /* The org.thpd1.Manager object: registers the vtable and requests the name. */
 int manager_bus_register(Manager *m);
-/* Answers pending Await() calls with an error (the daemon is stopping) and unregisters. */
+/* Unregisters. Await() calls still pending when the event loop exits are answered with an error
+ * (the daemon is stopping) before sd-bus closes the connection. */
 void manager_bus_free(Manager *m);
 
 /* Called by manager_apply after every pass: emits Applied for changes (if any) and

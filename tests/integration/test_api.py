@@ -14,6 +14,7 @@ Run as root:
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import time
@@ -68,7 +69,7 @@ Enabled=sometimes
 
 PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'Override',
               'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status')
-STORM_KINDS = ('compaction', 'khugepaged', 'kcompactd')
+STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')
 STORM_PHASES = ('calm', 'suspect', 'storm', 'cooling')
 ANSI_ESCAPE = re.compile(r'\x1b\[')
 MIB = 1024 * 1024
@@ -602,7 +603,7 @@ class SignalsTest(ApiTestCase):
         deadline = time.monotonic() + timeout
         while b'\n' not in buffered:
             left = deadline - time.monotonic()
-            if left <= 0 or not thpdtest.select.select([fd], [], [], left)[0]:
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise AssertionError(f'no line from thpd-ctl monitor within {timeout} s')
             chunk = os.read(fd, 65536)
             if not chunk:

@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""data/org.thpd1.conf on a real bus: a private dbus-daemon with a system-bus-like configuration
+(deny by default) that includes our policy file, thpd running as root on it in its system-bus
+mode, and clients running as root and as uid 65534 (setpriv).
+
+What it proves: only root may own org.thpd1; everyone may read the properties, introspect, ping
+and call ListPolicies, Explain and Await; Reload, SetOverride and ClearOverride pass the bus and
+are refused by the daemon itself (no polkit on this bus); anything not listed is refused by the
+bus; thpd's signals reach unprivileged listeners.
+
+Run as root:
+    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_bus_policy.py -v
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import dbus
+
+import test_api
+import thpdtest
+from thpdtest import ScratchKernel, Thpd, wait_until
+
+BUS_POLICY = test_api.SOURCE_ROOT / 'data' / 'org.thpd1.conf'
+BUS_NAME, BUS_PATH, INTERFACE = test_api.BUS_NAME, test_api.BUS_PATH, test_api.INTERFACE
+NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--']
+
+# What a distribution's system bus does, in brief: everyone may connect, nobody may own a name or
+# call a method unless a policy file says so; replies and signals flow. Then our file.
+SYSTEM_BUS_CONFIG = """\
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+  </policy>
+  <include>{policy}</include>
+</busconfig>
+"""
+
+# Runs as uid 65534: calls a method with python3-dbus and prints [error name, message, result].
+CALL_SCRIPT = """\
+import dbus, json, sys
+address, destination, path, interface, member, signature, args = json.loads(sys.argv[1])
+bus = dbus.bus.BusConnection(address)
+try:
+    result = bus.call_blocking(destination, path, interface, member, signature, args)
+    print(json.dumps(["", "", str(result)]))
+except dbus.exceptions.DBusException as e:
+    print(json.dumps([e.get_dbus_name(), e.get_dbus_message(), ""]))
+"""
+
+
+def unavailable_reason():
+    if os.geteuid() != 0:
+        return 'needs root (thpd owns org.thpd1 only as root; clients run as uid 65534)'
+    for tool in ('dbus-daemon', 'setpriv', 'busctl'):
+        if not shutil.which(tool):
+            return f'{tool} is not installed'
+    for variable in ('THPD_BIN', 'THPD_CTL_BIN'):
+        if not os.access(os.environ.get(variable, ''), os.X_OK):
+            return f'{variable} does not name an executable'
+    return None
+
+
+class BusPolicyTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        reason = unavailable_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.dir = Path(tempfile.mkdtemp(prefix='thpd-bus-policy-'))
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        cls.dir.chmod(0o755)  # uid 65534 reaches the socket
+        cls.socket = cls.dir / 'system_bus_socket'
+        cls.address = f'unix:path={cls.socket}'
+        config = cls.dir / 'system.conf'
+        config.write_text(SYSTEM_BUS_CONFIG.format(socket=cls.socket, policy=BUS_POLICY))
+        cls.bus_daemon = subprocess.Popen(['dbus-daemon', f'--config-file={config}', '--nofork', '--nopidfile'],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True)
+        cls.addClassCleanup(cls.stop_bus_daemon)
+        wait_until(cls.bus_answers, message='the private system bus')
+
+        cls.kernel_dir = Path(tempfile.mkdtemp(prefix='thpd-bus-policy-kernel-'))
+        cls.addClassCleanup(shutil.rmtree, cls.kernel_dir, ignore_errors=True)
+        cls.kernel = ScratchKernel(cls.kernel_dir / 'kernel')
+        (cls.kernel_dir / 'policy.d').mkdir(mode=0o755)
+        (cls.kernel_dir / 'thpd.conf').write_text('[Daemon]\n')
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=cls.address)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        # The system-bus mode: no --user. No systemd manager answers on this bus, so thpd keeps
+        # the baseline and never sends READY=1; owning the name is what it gets to.
+        cls.thpd = Thpd([os.environ['THPD_BIN'], f'--sysfs={cls.kernel.sysfs}', f'--procfs={cls.kernel.procfs}',
+                         f'--runtime-dir={cls.kernel_dir / "run"}', f'--policy-dir={cls.kernel_dir / "policy.d"}',
+                         f'--config={cls.kernel_dir / "thpd.conf"}', '--log-level=debug'],
+                        env, cls.kernel_dir / 'thpd.log', cls.kernel_dir / 'notify')
+        cls.addClassCleanup(cls.thpd.close)
+        cls.thpd.wait_log(r'Owning org\.thpd1\.')
+        cls.root = dbus.bus.BusConnection(cls.address)
+        cls.addClassCleanup(cls.root.close)
+
+    @classmethod
+    def stop_bus_daemon(cls):
+        cls.bus_daemon.send_signal(signal.SIGTERM)
+        cls.bus_daemon.communicate(timeout=10)
+
+    @classmethod
+    def bus_answers(cls):
+        if cls.bus_daemon.poll() is not None:
+            raise RuntimeError(f'dbus-daemon exited: {cls.bus_daemon.stderr.read()}')
+        return subprocess.run(['busctl', f'--address={cls.address}', 'call', 'org.freedesktop.DBus',
+                               '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId'],
+                              capture_output=True, check=False).returncode == 0
+
+    def run(self, result=None):
+        if result is None:
+            return super().run(result)
+        problems = len(result.failures) + len(result.errors)
+        outcome = super().run(result)
+        if len(result.failures) + len(result.errors) > problems and getattr(self, 'thpd', None):
+            print(f'\n----- thpd log:\n{self.thpd.log()}----- end', file=thpdtest.sys.stderr)
+        return outcome
+
+    def env(self):
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        return env
+
+    def as_nobody(self, *argv):
+        return subprocess.run([*NOBODY, *argv], env=self.env(), capture_output=True, text=True, check=False)
+
+    def call_as_nobody(self, member, signature='', args=(), interface=INTERFACE, destination=BUS_NAME, path=BUS_PATH):
+        """Returns (error name or "", message, result as a string)."""
+        proc = self.as_nobody('/usr/bin/python3', '-c', CALL_SCRIPT,
+                              json.dumps([self.address, destination, path, interface, member, signature, list(args)]))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def assert_bus_refuses(self, error):
+        """The bus daemon's refusal, not the daemon's."""
+        self.assertEqual(error[0], 'org.freedesktop.DBus.Error.AccessDenied', error)
+        self.assertIn('Rejected send message', error[1])
+
+    def test_only_root_owns_the_name(self):
+        owner = self.root.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                                        'GetConnectionUnixUser', 's', [BUS_NAME])
+        self.assertEqual(owner, 0)
+        error = self.call_as_nobody('RequestName', 'su', [BUS_NAME, 4], interface='org.freedesktop.DBus',
+                                    destination='org.freedesktop.DBus', path='/org/freedesktop/DBus')
+        self.assertEqual(error[0], 'org.freedesktop.DBus.Error.AccessDenied', error)
+        self.assertIn(BUS_NAME, error[1])
+        # Root may: the request fails only because thpd has the name (DBUS_REQUEST_NAME_REPLY_EXISTS).
+        reply = self.root.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                                        'RequestName', 'su', [BUS_NAME, 4])
+        self.assertEqual(reply, 3)
+
+    def test_reads_are_open_to_everyone(self):
+        for call in (('Get', 'ss', [INTERFACE, 'Version'], 'org.freedesktop.DBus.Properties'),
+                     ('GetAll', 's', [INTERFACE], 'org.freedesktop.DBus.Properties'),
+                     ('Introspect', '', [], 'org.freedesktop.DBus.Introspectable'),
+                     ('Ping', '', [], 'org.freedesktop.DBus.Peer'),
+                     ('ListPolicies', '', [], INTERFACE),
+                     ('Explain', 's', ['enabled'], INTERFACE),
+                     ('Await', 's', ['unrelated.service'], INTERFACE)):
+            member, signature, args, interface = call
+            error = self.call_as_nobody(member, signature, args, interface=interface)
+            self.assertEqual(error[:2], ['', ''], call)
+
+        status = self.as_nobody(os.environ['THPD_CTL_BIN'], 'status', '--json')
+        self.assertEqual(status.returncode, 0, status.stderr)
+        knobs = {k['name']: k for k in json.loads(status.stdout)['Knobs']}
+        self.assertEqual(knobs['enabled']['applied'], self.kernel.read_knob('enabled'))
+        version = self.as_nobody('busctl', f'--address={self.address}', 'get-property', BUS_NAME, BUS_PATH, INTERFACE,
+                                 'Version')
+        self.assertEqual(version.returncode, 0, version.stderr)
+        self.assertRegex(version.stdout, r'^s "\d+\.\d+')
+
+    def test_changes_pass_the_bus_and_the_daemon_refuses(self):
+        for member, signature, args in (('SetOverride', 'a{ss}t', [{'enabled': 'never'}, 0]),
+                                        ('ClearOverride', '', []),
+                                        ('Reload', '', [])):
+            error = self.call_as_nobody(member, signature, args)
+            self.assertEqual(error[0], 'org.freedesktop.DBus.Error.AccessDenied', error)
+            self.assertNotIn('Rejected send message', error[1])
+            self.assertIn(f'{member} needs root: polkit is not running', error[1])
+        proc = self.as_nobody(os.environ['THPD_CTL_BIN'], 'override', 'enabled=never')
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn('polkit is not running', proc.stderr)
+        self.assertEqual(self.kernel.read_knob('enabled'), 'madvise')
+
+    def test_everything_else_is_refused_by_the_bus(self):
+        self.assert_bus_refuses(self.call_as_nobody('Set', 'ssv', [INTERFACE, 'StormAction', 'mitigate'],
+                                                    interface='org.freedesktop.DBus.Properties'))
+        self.assert_bus_refuses(self.call_as_nobody('Frobnicate'))
+        self.assert_bus_refuses(self.call_as_nobody('Anything', interface='org.example.Other'))
+        # For root the bus lets it through, and the daemon answers for itself.
+        with self.assertRaises(dbus.exceptions.DBusException) as caught:
+            self.root.call_blocking(BUS_NAME, BUS_PATH, INTERFACE, 'Frobnicate', '', [])
+        self.assertEqual(caught.exception.get_dbus_name(), 'org.freedesktop.DBus.Error.UnknownMethod')
+
+    def test_root_changes_and_everyone_hears_the_signals(self):
+        monitor = subprocess.Popen([*NOBODY, os.environ['THPD_CTL_BIN'], 'monitor', '--json'], env=self.env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(monitor.wait)
+        self.addCleanup(lambda: monitor.poll() is None and monitor.kill())
+        self.addCleanup(monitor.stdout.close)
+        self.addCleanup(monitor.stderr.close)
+        monitor.pending = b''
+        self.assertIn('Following thpd', test_api.SignalsTest.read_line(monitor, stream='stderr'))
+
+        self.root.call_blocking(BUS_NAME, BUS_PATH, INTERFACE, 'SetOverride', 'a{ss}t',
+                                [{'enabled': 'never'}, dbus.UInt64(0)])
+        self.addCleanup(self.root.call_blocking, BUS_NAME, BUS_PATH, INTERFACE, 'ClearOverride', '', [])
+        self.assertEqual(self.kernel.read_knob('enabled'), 'never')
+        event = json.loads(test_api.SignalsTest.read_line(monitor))
+        self.assertEqual(event['signal'], 'Applied')
+        self.assertEqual([(c['knob'], c['new']) for c in event['changes']], [('enabled', 'never')])
+        event = json.loads(test_api.SignalsTest.read_line(monitor))
+        self.assertEqual(event['signal'], 'PropertiesChanged')
+        self.assertIn('Override', event['changed'])
+
+
+if __name__ == '__main__':
+    thpdtest.main()
