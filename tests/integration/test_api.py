@@ -486,6 +486,7 @@ class OverrideTest(ApiTestCase):
         self.assertEqual(busctl_property(self.stack, 'Override'), {})
         self.assertEqual(busctl_property(self.stack, 'OverrideExpiresAt'), 0)
         self.assertEqual(self.knob_rows()['enabled'][4], 'baseline')
+        self.daemons[0].stop()
 
 
 class BadArgumentsTest(ApiTestCase):
@@ -576,6 +577,8 @@ class BadArgumentsTest(ApiTestCase):
         self.assertTrue(self.thpd.running, self._describe('thpd is still running'))
         self.stack.run('busctl', '--user', 'call', BUS_NAME, BUS_PATH, 'org.freedesktop.DBus.Peer', 'Ping')
         self.assertEqual(busctl_property(self.stack, 'Version'), self.property(self.bus, 'Version'))
+        # And it exits cleanly (under a sanitizer: without leaks).
+        self.thpd.stop()
         super().tearDown()
 
 
@@ -719,7 +722,7 @@ class UnprivilegedTest(ApiTestCase):
     def test_reads_work_and_changes_are_denied(self):
         self.tmp.chmod(0o711)  # so that "cat" can read the policy file as another user
         self.write_policy('redis.conf', REDIS_POLICY)
-        self.start_thpd()
+        thpd = self.start_thpd()
         self.start_unit('redis-server.service')
         self.wait_knobs(enabled='never')
 
@@ -753,6 +756,7 @@ class UnprivilegedTest(ApiTestCase):
         # Root still may.
         self.ctl('override', 'enabled=always')
         self.wait_knobs(enabled='always')
+        thpd.stop()
 
 
 if __name__ == '__main__':
