@@ -6,7 +6,9 @@ mode, and clients running as root and as uid 65534 (setpriv).
 What it proves: only root may own org.thpd1; everyone may read the properties, introspect, ping
 and call ListPolicies, Explain and Await; Reload, SetOverride and ClearOverride pass the bus and
 are refused by the daemon itself (no polkit on this bus); anything not listed is refused by the
-bus; thpd's signals reach unprivileged listeners.
+bus; thpd's signals reach unprivileged listeners. Then the polkit check itself, against a
+stand-in polkit on the same bus: authorized, refused, challenged, the interactive flag, and a
+slow answer that must not hold up the daemon.
 
 Run as root:
     THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_bus_policy.py -v
@@ -18,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -54,6 +57,11 @@ SYSTEM_BUS_CONFIG = """\
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
   </policy>
+  <!-- For the stand-in polkit of PolkitTest, which runs as root. -->
+  <policy user="root">
+    <allow own="org.freedesktop.PolicyKit1"/>
+    <allow send_destination="org.freedesktop.PolicyKit1"/>
+  </policy>
   <include>{policy}</include>
 </busconfig>
 """
@@ -83,7 +91,45 @@ def unavailable_reason():
     return None
 
 
-class BusPolicyTest(unittest.TestCase):
+# A stand-in for polkitd on the private bus: answers CheckAuthorization as the file MODE says
+# ("yes", "no", "challenge"; "slow:" first delays the answer by 2 s without blocking), and
+# appends each request to LOG as a JSON line.
+FAKE_POLKIT = """\
+import json, sys
+import dbus, dbus.service, dbus.mainloop.glib
+from gi.repository import GLib
+
+address, mode_path, log_path = sys.argv[1:4]
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.bus.BusConnection(address)
+VERDICTS = {'yes': (True, False), 'no': (False, False), 'challenge': (False, True)}
+
+
+class Authority(dbus.service.Object):
+    @dbus.service.method('org.freedesktop.PolicyKit1.Authority', in_signature='(sa{sv})sa{ss}us',
+                         out_signature='(bba{ss})', async_callbacks=('reply', 'error'))
+    def CheckAuthorization(self, subject, action, details, flags, cancellation_id, reply, error):
+        mode = open(mode_path).read().strip()
+        with open(log_path, 'a') as log:
+            log.write(json.dumps({'kind': str(subject[0]), 'name': str(subject[1].get('name', '')),
+                                  'action': str(action), 'flags': int(flags)}) + '\\n')
+        authorized, challenge = VERDICTS[mode.split(':')[-1]]
+        result = dbus.Struct((authorized, challenge, dbus.Dictionary({}, signature='ss')), signature='bba{ss}')
+        if mode.startswith('slow:'):
+            GLib.timeout_add(2000, lambda: reply(result) and False)
+        else:
+            reply(result)
+
+
+Authority(bus, '/org/freedesktop/PolicyKit1/Authority')
+name = dbus.service.BusName('org.freedesktop.PolicyKit1', bus)
+print('ready', flush=True)
+GLib.MainLoop().run()
+"""
+
+
+class BusTestCase(unittest.TestCase):
+    """A private system bus with our policy file, and thpd on it (one of each per class)."""
 
     @classmethod
     def setUpClass(cls):
@@ -164,6 +210,9 @@ class BusPolicyTest(unittest.TestCase):
         self.assertEqual(error[0], 'org.freedesktop.DBus.Error.AccessDenied', error)
         self.assertIn('Rejected send message', error[1])
 
+
+class BusPolicyTest(BusTestCase):
+
     def test_only_root_owns_the_name(self):
         owner = self.root.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
                                         'GetConnectionUnixUser', 's', [BUS_NAME])
@@ -241,6 +290,93 @@ class BusPolicyTest(unittest.TestCase):
         event = json.loads(test_api.SignalsTest.read_line(monitor))
         self.assertEqual(event['signal'], 'PropertiesChanged')
         self.assertIn('Override', event['changed'])
+
+
+class PolkitTest(BusTestCase):
+    """The asynchronous polkit check, against a stand-in polkit on the same bus."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.mode = cls.dir / 'polkit-mode'
+        cls.requests = cls.dir / 'polkit-requests'
+        cls.mode.write_text('no')
+        cls.polkit = subprocess.Popen(['/usr/bin/python3', '-c', FAKE_POLKIT, cls.address, str(cls.mode), str(cls.requests)],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cls.addClassCleanup(cls.stop_polkit)
+        line = cls.polkit.stdout.readline()
+        if line != 'ready\n':
+            raise RuntimeError(f'the stand-in polkit did not start: {line}{cls.polkit.stderr.read()}')
+
+    @classmethod
+    def stop_polkit(cls):
+        cls.polkit.kill()
+        cls.polkit.communicate()
+
+    def setUp(self):
+        super().setUp()
+        self.requests.write_text('')
+        self.addCleanup(self.root.call_blocking, BUS_NAME, BUS_PATH, INTERFACE, 'ClearOverride', '', [])
+
+    def logged_requests(self):
+        return [json.loads(line) for line in self.requests.read_text().splitlines()]
+
+    def set_override_as_nobody(self, value):
+        return self.call_as_nobody('SetOverride', 'a{ss}t', [{'enabled': value}, 0])
+
+    def test_authorized_caller_may_change(self):
+        self.mode.write_text('yes')
+        self.assertEqual(self.set_override_as_nobody('never')[:2], ['', ''])
+        self.assertEqual(self.kernel.read_knob('enabled'), 'never')
+        [request] = self.logged_requests()
+        self.assertEqual(request['kind'], 'system-bus-name')
+        self.assertRegex(request['name'], r'^:\d+\.\d+$')
+        self.assertEqual(request['action'], 'org.thpd1.manage')
+        self.assertEqual(request['flags'], 0)
+        self.thpd.wait_log(r'Override set over D-Bus by uid 65534 until cleared: enabled=never')
+
+    def test_refusal_and_challenge(self):
+        self.mode.write_text('no')
+        error = self.set_override_as_nobody('never')
+        self.assertEqual(error[0], 'org.freedesktop.DBus.Error.AccessDenied')
+        self.assertIn('SetOverride needs root or the polkit action org.thpd1.manage, which uid 65534 does not have', error[1])
+        self.mode.write_text('challenge')
+        error = self.call_as_nobody('Reload')
+        self.assertEqual(error[0], 'org.freedesktop.DBus.Error.InteractiveAuthorizationRequired')
+        self.assertIn('Reload needs authentication for the polkit action org.thpd1.manage', error[1])
+        self.assertEqual(self.kernel.read_knob('enabled'), 'madvise')
+        # Root is not asked about.
+        self.root.call_blocking(BUS_NAME, BUS_PATH, INTERFACE, 'Reload', '', [])
+        self.assertEqual(len(self.logged_requests()), 2)
+
+    def test_interactive_flag_is_passed_on(self):
+        self.mode.write_text('yes')
+        proc = self.as_nobody('busctl', f'--address={self.address}', '--allow-interactive-authorization=yes', 'call',
+                              BUS_NAME, BUS_PATH, INTERFACE, 'SetOverride', 'a{ss}t', '1', 'defrag', 'never', '0')
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([r['flags'] for r in self.logged_requests()], [1])
+        self.assertEqual(self.kernel.read_knob('defrag'), 'never')
+
+    def test_a_slow_answer_does_not_block_the_daemon(self):
+        self.mode.write_text('slow:yes')
+        started = time.monotonic()
+        caller = subprocess.Popen([*NOBODY, '/usr/bin/python3', '-c', CALL_SCRIPT,
+                                   json.dumps([self.address, BUS_NAME, BUS_PATH, INTERFACE, 'SetOverride', 'a{ss}t',
+                                               [{'enabled': 'always'}, 0]])],
+                                  env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: caller.poll() is None and caller.kill())
+        wait_until(lambda: self.requests.read_text(), message='the polkit request')
+        # While polkit thinks, thpd answers everyone else at once.
+        for _ in range(20):
+            before = time.monotonic()
+            self.root.call_blocking(BUS_NAME, BUS_PATH, 'org.freedesktop.DBus.Properties', 'Get', 'ss', [INTERFACE, 'Status'])
+            self.assertLess(time.monotonic() - before, 0.5)
+        self.assertIsNone(caller.poll(), 'the caller was answered before polkit')
+        self.assertEqual(self.kernel.read_knob('enabled'), 'madvise')
+        out, err = caller.communicate(timeout=10)
+        self.assertEqual(json.loads(out)[:2], ['', ''], err)
+        self.assertGreaterEqual(time.monotonic() - started, 2)
+        self.assertEqual(self.kernel.read_knob('enabled'), 'always')
 
 
 if __name__ == '__main__':
