@@ -13,6 +13,7 @@ Run as root:
 
 import json
 import os
+import pty
 import re
 import select
 import signal
@@ -302,6 +303,31 @@ class PropertiesTest(ApiTestCase):
         self.assertRegex(out, r'\n  Storms: +\w+.*\(action: (log|mitigate)\)\n')
         self.assertIn('  Restart needed: postgresql.service (postgresql.conf applied after it started)', lines)
         self.assertNotIn('Override:', out)
+
+    def status_on_a_terminal(self, **env):
+        """thpd-ctl status with stdout on a pseudo-terminal; returns what it wrote."""
+        primary, secondary = pty.openpty()
+        self.addCleanup(os.close, primary)
+        with os.fdopen(secondary, 'wb') as tty:
+            proc = subprocess.run(ctl_argv('status'), env=dict(self.stack.env, TERM='xterm', **env), stdout=tty,
+                                  stderr=subprocess.PIPE, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = b''
+        while select.select([primary], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out.decode()
+
+    def test_status_colour_only_on_a_terminal(self):
+        coloured = self.status_on_a_terminal()
+        self.assertRegex(coloured, r'\x1b\[0;3[23]m●')
+        self.assertIn('enabled', coloured)
+        self.assertIsNone(ANSI_ESCAPE.search(self.status_on_a_terminal(NO_COLOR='1')))
 
     def test_show_text(self):
         lines = self.ctl('show').stdout.splitlines()
