@@ -441,9 +441,15 @@ class ScratchKernel:
         """name as in the knob table: "enabled", "khugepaged/defrag", "hugepages-64kB/enabled"."""
         return self.sysfs / 'kernel/mm/transparent_hugepage' / name
 
+    @staticmethod
+    def _read_settled(path):
+        """A kernel attribute is never empty; a plain file is, between thpd's O_TRUNC and its
+        write. Reads again until the write has landed."""
+        return wait_until(lambda: Path(path).read_text(), timeout=1.0, message=f'{path} to hold a value')
+
     def read_knob(self, name):
         """The current word or number, brackets or not."""
-        content = self.knob_path(name).read_text()
+        content = self._read_settled(self.knob_path(name))
         match = re.search(r'\[([^\]]+)\]', content)
         return match.group(1) if match else content.strip()
 
@@ -455,7 +461,7 @@ class ScratchKernel:
         return self.sysfs / 'kernel/mm/hugepages' / f'hugepages-{size_kb}kB' / field
 
     def read_pool(self, field='nr_hugepages', size_kb=2048):
-        return int(self.pool_path(field, size_kb).read_text())
+        return int(self._read_settled(self.pool_path(field, size_kb)))
 
 
 class Thpd:
