@@ -312,7 +312,9 @@ START_TEST(test_direct_compaction_storm) {
         ck_assert_double_lt(sc.trip.compact_stalls_per_sec, 4000);
         ck_assert_double_eq_tol(sc.trip.compact_fail_ratio, 0.9, 0.05);
         ck_assert(sc.trip.has_psi_memory);
-        ck_assert_double_gt(sc.trip.psi_memory_some_percent, 20);
+        /* PSI is a share of time, so a writer whose timer slips under load (ASan, a busy
+         * machine) plays less of it; what must hold is that it was above the threshold. */
+        ck_assert_double_gt(sc.trip.psi_memory_some_percent, cfg.pressure_percent);
         ck_assert_double_le(sc.trip.psi_memory_some_percent, 100);
 
         /* Mitigation: step 1 at detection, lifted after the hold-down once calm. */
