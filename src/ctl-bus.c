@@ -16,6 +16,12 @@ int ctl_bus_open(const CtlOptions *o, sd_bus **ret) {
         r = o->user ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus);
         if (r < 0) {
                 log_error("Cannot connect to the %s bus: %s", o->user ? "session" : "system", strerror(-r));
+                /* No bus to connect to means no thpd on it either. */
+                if (r == -ENOENT || r == -ECONNREFUSED) {
+                        log_error("thpd is not running; start it with '%s'.",
+                                  o->user ? "thpd --user" : "systemctl start thpd");
+                        return CTL_EXIT_NOT_RUNNING;
+                }
                 return CTL_EXIT_FAILURE;
         }
         /* Lets an administrator in a desktop session answer polkit's password prompt. */
