@@ -1,0 +1,526 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The storm watcher end to end: thpd on a scratch procfs that a test writer turns stormy.
+
+FakeKernel plays the kernel's side of the scratch procfs (thpdtest.ScratchKernel): from a thread
+it rewrites vmstat, pressure/memory and the stat files of fake kernel threads every 20 ms, each
+counter advancing at the rate of the current Shape, and each file replaced atomically as the
+kernel would present it. A plain file cannot carry a PSI trigger, so thpd falls back to looking
+every IdlePollInterval=, the documented path (thpd.conf(5), [Storm]).
+
+Kernel threads: thpd counts khugepaged and kcompactd<N> only when /proc/PID/stat carries
+PF_KTHREAD in its flags field, which a process cannot set for itself. In a scratch tree the
+test is the kernel, so it writes that flag for its fake threads, and writes a plain process
+that calls itself "khugepaged" to show the flag is what counts.
+
+What is asserted, per scenario, is what a user sees: the StormDetected and StormCleared signals
+(followed with thpd-ctl monitor --json), the StormState and Storms properties (busctl), the
+storm line of thpd-ctl status, the log lines, and with Action=mitigate the knob files of the
+scratch sysfs, Explain and the Applied signals. Short Window=/StormAfter=/CoolAfter=/HoldDown=
+keep each test within about 15 s.
+
+Run as root:
+    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_storm.py -v
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import thpdtest  # noqa: E402
+from thpdtest import ThpdTestCase, wait_until  # noqa: E402
+
+BUS_NAME = 'org.thpd1'
+BUS_PATH = '/org/thpd1'
+INTERFACE = 'org.thpd1.Manager'
+
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+PF_KTHREAD = 0x00200000
+# What the kernel shows for khugepaged (PF_KTHREAD | PF_NOFREEZE | PF_RANDOMIZE) and for an
+# ordinary process (PF_RANDOMIZE | PF_FORKNOEXEC).
+KTHREAD_FLAGS = 0x00608040
+PROCESS_FLAGS = 0x00400040
+KHUGEPAGED_PID = 47
+KCOMPACTD_PID = 46
+IMPOSTOR_PID = 4242
+
+# Fast settings: windows of 500 ms, a storm after two hot windows, cleared after two calm ones.
+FAST_STORM = {
+    'Window': '500ms',
+    'StormAfter': '1s',
+    'CoolAfter': '1s',
+    'HoldDown': '1s',
+    'EscalateAfter': '1h',
+    'SampleInterval': '100ms',
+    'IdlePollInterval': '200ms',
+}
+
+
+class Shape:
+    """What the fake kernel shows per second: vmstat counter increments, the share of wall time
+    PSI memory "some"/"full" count as stalled, and the CPU share of each fake thread (by pid)."""
+
+    def __init__(self, rates=None, psi_some=0.0, psi_full=0.0, cpu=None):
+        self.rates = dict(rates or {})
+        self.psi_some = psi_some
+        self.psi_full = psi_full
+        self.cpu = dict(cpu or {})
+
+
+CALM = Shape()
+# Direct compaction as outcomes-measured.md §2 saw it on fragmented memory, made steady: faults
+# stall in compaction that nearly always fails, fall back to reclaim, and tasks wait on memory.
+COMPACTION_STORM = Shape(rates={
+    'compact_stall': 40, 'compact_fail': 38, 'compact_success': 2,
+    'compact_migrate_scanned': 30000, 'compact_free_scanned': 120000,
+    'thp_fault_alloc': 30, 'thp_fault_fallback': 10, 'allocstall_normal': 12,
+}, psi_some=0.30, psi_full=0.08)
+
+
+class FakeKernel:
+    """The kernel's side of a scratch procfs; see the module docstring.
+
+    threads: {pid: (comm, flags)} for the fake /proc/PID/stat files. start() writes every file
+    once before returning, so a daemon started afterwards finds them all."""
+
+    TICK = 0.02
+
+    def __init__(self, procfs, threads=()):
+        self.procfs = Path(procfs)
+        self.counters = {name: 0.0 for name in thpdtest.VMSTAT_COUNTERS}
+        # Counters a busy machine has been counting for a while: not 0, as after boot.
+        self.counters.update(compact_stall=1200, compact_fail=900, compact_success=300, thp_fault_alloc=50000)
+        self.psi_some_usec = 3_000_000.0
+        self.psi_full_usec = 1_000_000.0
+        self.threads = {pid: [comm, flags, 0.0] for pid, (comm, flags) in dict(threads).items()}
+        self.shape = CALM
+        self.onset = None
+        self._last = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        (self.procfs / 'pressure').mkdir(exist_ok=True)
+
+    def start(self):
+        with self._lock:
+            self._last = time.monotonic()
+            self._write()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def set_shape(self, shape):
+        """Switches to shape from now on; returns the onset (CLOCK_MONOTONIC), which is also
+        when the first file showing it is in place."""
+        with self._lock:
+            self._advance()
+            self.shape = shape
+            self._write()
+            self.onset = self._last
+        return self.onset
+
+    def _run(self):
+        while not self._stop.wait(self.TICK):
+            with self._lock:
+                self._advance()
+                self._write()
+
+    def _advance(self):
+        now = time.monotonic()
+        dt = now - self._last
+        self._last = now
+        for name, rate in self.shape.rates.items():
+            self.counters[name] += rate * dt
+        self.psi_some_usec += self.shape.psi_some * dt * 1e6
+        self.psi_full_usec += self.shape.psi_full * dt * 1e6
+        for pid, share in self.shape.cpu.items():
+            self.threads[pid][2] += share * dt
+
+    @staticmethod
+    def _replace(path, text):
+        tmp = path.with_name(f'.{path.name}.tmp')
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+    def _write(self):
+        vmstat = ['nr_free_pages 2049017\n', 'nr_anon_transparent_hugepages 12\n']
+        vmstat += [f'{name} {int(value)}\n' for name, value in self.counters.items()]
+        self._replace(self.procfs / 'vmstat', ''.join(vmstat))
+        self._replace(self.procfs / 'pressure' / 'memory',
+                      f'some avg10=0.00 avg60=0.00 avg300=0.00 total={int(self.psi_some_usec)}\n'
+                      f'full avg10=0.00 avg60=0.00 avg300=0.00 total={int(self.psi_full_usec)}\n')
+        for pid, (comm, flags, cpu) in self.threads.items():
+            directory = self.procfs / str(pid)
+            directory.mkdir(exist_ok=True)
+            ticks = int(cpu * CLK_TCK)
+            # Fields as proc_pid_stat(5): kernel threads have ppid 2 and their time as stime.
+            self._replace(directory / 'stat',
+                          f'{pid} ({comm}) S 2 0 0 0 -1 {flags} 0 0 0 0 0 {ticks} 0 0 20 0 1 0 27 0 0 '
+                          '18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 1 0 0 0\n')
+            self._replace(directory / 'comm', f'{comm}\n')
+
+
+class SignalMonitor:
+    """thpd-ctl --user monitor --json, read by a thread; every event gets "received", the
+    CLOCK_MONOTONIC time this process read it."""
+
+    def __init__(self, env, ctl):
+        self.events = []
+        self._arrived = threading.Condition()
+        self.process = subprocess.Popen([ctl, '--user', 'monitor', '--json'], env=env, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # thpd-ctl says so once its matches are in place: nothing after this line is missed.
+        first = self.process.stderr.readline()
+        if 'Following thpd' not in first:
+            self.close()
+            raise AssertionError(f'thpd-ctl monitor did not start: {first}{self.process.stderr.read()}')
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            event = json.loads(line)
+            event['received'] = time.monotonic()
+            with self._arrived:
+                self.events.append(event)
+                self._arrived.notify_all()
+
+    def named(self, name, **fields):
+        with self._arrived:
+            return [e for e in self.events
+                    if e['signal'] == name and all(e.get(k) == v for k, v in fields.items())]
+
+    def wait_for(self, name, timeout=thpdtest.DEFAULT_TIMEOUT, **fields):
+        """The first event called name whose fields match; waits for it if need be."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                found = self.named(name, **fields)
+                if found:
+                    return found[0]
+                left = deadline - time.monotonic()
+                if left <= 0 or self.process.poll() is not None:
+                    raise AssertionError(f'no {name} {fields or ""} signal within {timeout:g} s; '
+                                         f'seen: {[e["signal"] for e in self.events]}')
+                self._arrived.wait(left)
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+        self.process.stderr.close()
+
+
+def storm_config(**settings):
+    """thpd.conf text with a [Storm] section: FAST_STORM updated by settings."""
+    values = dict(FAST_STORM, **settings)
+    return '[Storm]\n' + ''.join(f'{key}={value}\n' for key, value in values.items())
+
+
+class StormTestCase(ThpdTestCase):
+    """Helpers shared by the storm scenarios."""
+
+    threads = {}
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(os.environ.get('THPD_CTL_BIN', ''), os.X_OK):
+            raise unittest.SkipTest('THPD_CTL_BIN does not name the thpd-ctl executable')
+        # Under a systemd unit thpd would send its storm lines to the journal only.
+        os.environ.pop('JOURNAL_STREAM', None)
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        self.fake = FakeKernel(self.kernel.procfs, self.threads)
+        self.addCleanup(self.fake.stop)
+        self.fake.start()
+
+    def start_storm_thpd(self, **settings):
+        self.config_path.write_text(storm_config(**settings))
+        daemon = self.start_thpd()
+        self.monitor = SignalMonitor(self.stack.env, os.environ['THPD_CTL_BIN'])
+        self.addCleanup(self.monitor.close)
+        return daemon
+
+    def ctl(self, *args):
+        proc = self.stack.run(os.environ['THPD_CTL_BIN'], '--user', *args, check=False)
+        self.assertEqual(proc.returncode, 0, self._describe(f'thpd-ctl {" ".join(args)}: {proc.stderr}'))
+        return proc.stdout
+
+    def busctl_property(self, name):
+        out = self.stack.run('busctl', '--user', '--json=short', 'get-property', BUS_NAME, BUS_PATH,
+                             INTERFACE, name).stdout
+        return json.loads(out)['data']
+
+    def storms(self):
+        """The Storms property as {kind: (phase, figures)}."""
+        return {kind: (phase, figures) for kind, phase, figures in self.busctl_property('Storms')}
+
+    def knob_row(self, name):
+        """(applied, target, baseline, source, policy, unit) of a knob in the Knobs property."""
+        for row in self.busctl_property('Knobs'):
+            if row[0] == name:
+                return tuple(row[1:])
+        self.fail(f'no {name} in the Knobs property')
+
+    def explain(self, knob):
+        """{source: (value, wins)} of the votes on a knob."""
+        rows = json.loads(self.ctl('--json', 'explain', knob))
+        self.assertEqual(len(rows), 1, rows)
+        return {v['source']: (v['value'], v['wins']) for v in rows[0]['votes']}
+
+    def wait_storm_state(self, state, timeout=thpdtest.DEFAULT_TIMEOUT):
+        wait_until(lambda: self.busctl_property('StormState') == state, timeout,
+                   lambda: self._describe(f'StormState {state}, have {self.busctl_property("StormState")}'))
+
+    def assert_close(self, value, expected, tolerance, what):
+        self.assertLessEqual(abs(value - expected), tolerance, f'{what}: {value}, expected {expected} ± {tolerance}')
+
+
+class DirectCompactionTest(StormTestCase):
+
+    def test_storm_is_reported_and_cleared(self):
+        daemon = self.start_storm_thpd(Action='log')
+        daemon.wait_log(r'No PSI trigger on \S+/pressure/memory .*checking for storms every 200ms')
+        self.assertEqual(self.busctl_property('StormState'), 'calm')
+        self.assertEqual(self.busctl_property('StormAction'), 'log')
+        self.assertEqual({k: p for k, (p, _) in self.storms().items()},
+                         {'direct-compaction': 'calm', 'khugepaged': 'calm', 'kcompactd': 'calm'})
+        self.assertRegex(self.ctl('status'), r'\n  Storms: +calm \(action: log\)\n')
+        knobs_before = self.read_knobs(thpdtest.THP_DEFAULTS)
+
+        onset = self.fake.set_shape(COMPACTION_STORM)
+        detected = self.monitor.wait_for('StormDetected')
+        self.assertEqual(detected['kind'], 'direct-compaction')
+        latency = detected['received'] - onset
+        # StormAfter=1s: two hot 500 ms windows. Windows run while idle too, so the first hot one
+        # may have begun up to 0.35 s before the onset (it is hot once 30 % PSI covers 10 %);
+        # at worst it starts a 200 ms idle poll late and a window after that.
+        self.assertGreaterEqual(latency, 0.6)
+        self.assertLess(latency, 2.5)
+        figures = detected['figures']
+        self.assertEqual(set(figures), {
+            'window_seconds', 'compact_stalls_per_sec', 'compact_fail_ratio', 'compact_scanned_per_sec',
+            'thp_fault_fallback_per_sec', 'thp_fault_fallback_ratio', 'allocstalls_per_sec',
+            'psi_memory_some_percent', 'psi_memory_full_percent'})
+        self.assert_close(figures['window_seconds'], 0.5, 0.25, 'window')
+        self.assert_close(figures['compact_stalls_per_sec'], 40, 12, 'stalls/s')
+        self.assert_close(figures['compact_fail_ratio'], 0.95, 0.06, 'fail ratio')
+        self.assert_close(figures['compact_scanned_per_sec'], 150000, 45000, 'scanned/s')
+        self.assert_close(figures['allocstalls_per_sec'], 12, 5, 'allocstalls/s')
+        self.assert_close(figures['psi_memory_some_percent'], 30, 8, 'PSI some')
+
+        self.assertEqual(self.busctl_property('StormState'), 'storm')
+        phase, latest = self.storms()['direct-compaction']
+        self.assertEqual(phase, 'storm')
+        self.assertGreater(latest['compact_stalls_per_sec'], 20)
+        self.assertEqual(self.storms()['khugepaged'][0], 'calm')
+        self.assertRegex(self.ctl('status'), r'\n  Storms: +storm — direct-compaction storm \(action: log\)\n')
+        self.assertIn('compaction/khugepaged storm', self.busctl_property('Status'))
+        daemon.wait_log(r'Direct compaction storm detected: \d+\.\d direct compaction stalls/s, 9\d% failed, '
+                        r'.*memory pressure \d+\.\d%')
+        self.assertEqual(self.read_knobs(thpdtest.THP_DEFAULTS), knobs_before, 'Action=log changed a knob')
+
+        calm_at = self.fake.set_shape(CALM)
+        cleared = self.monitor.wait_for('StormCleared')
+        self.assertEqual(cleared['kind'], 'direct-compaction')
+        # CoolAfter=1s: two calm windows; the first may have begun up to 0.15 s before the storm
+        # ended (a window with less storm than that is calm).
+        self.assertGreaterEqual(cleared['received'] - calm_at, 0.8)
+        self.assertLess(cleared['received'] - calm_at, 3.0)
+        self.assert_close(cleared['duration_usec'] / 1e6, cleared['received'] - detected['received'], 0.5,
+                          'storm duration')
+        self.assertEqual(self.busctl_property('StormState'), 'calm')
+        self.assertRegex(self.ctl('status'), r'\n  Storms: +calm \(action: log\)\n')
+        daemon.wait_log(r'Direct compaction storm cleared after \d+s: ')
+        self.assertEqual(len(self.monitor.named('StormDetected')), 1)
+        self.assertEqual(self.monitor.named('Applied'), [], 'Action=log applied something')
+        self.assertEqual(self.read_knobs(thpdtest.THP_DEFAULTS), knobs_before)
+        daemon.stop()
+
+    def test_spike_shorter_than_storm_after_is_only_suspect(self):
+        daemon = self.start_storm_thpd(StormAfter='3s')
+        self.fake.set_shape(COMPACTION_STORM)
+        self.wait_storm_state('suspect', timeout=3)
+        self.fake.set_shape(CALM)
+        # The spike lasted at most two hot windows of the six StormAfter= asks for.
+        self.wait_storm_state('calm', timeout=3)
+        self.assertEqual(self.monitor.named('StormDetected'), [])
+        self.assertEqual(self.storms()['direct-compaction'][0], 'calm')
+        daemon.stop()
+
+    def test_stalls_that_succeed_or_cause_no_pressure_are_no_storm(self):
+        daemon = self.start_storm_thpd()
+        shapes = {
+            # Compaction that mostly succeeds is doing its job, whatever the pressure.
+            'succeeding': Shape(rates={'compact_stall': 40, 'compact_fail': 8, 'compact_success': 32},
+                                psi_some=0.30),
+            # Failing compaction that nobody waits for.
+            'no pressure': Shape(rates={'compact_stall': 40, 'compact_fail': 38, 'compact_success': 2},
+                                 psi_some=0.02),
+        }
+        for what, shape in shapes.items():
+            with self.subTest(what):
+                self.fake.set_shape(shape)
+                # The watcher has seen the shape once a whole window shows its stall rate.
+                wait_until(lambda: abs(self.storms()['direct-compaction'][1].get('compact_stalls_per_sec', 0) - 40) < 4,
+                           5, lambda: self._describe(f'the stall rate in Storms: {self.storms()}'))
+                seen = time.monotonic()
+                phases = set()
+                # StormAfter= and two more windows.
+                while time.monotonic() - seen < 2.0:
+                    phases.add(self.busctl_property('StormState'))
+                    time.sleep(0.05)
+                self.assertEqual(phases, {'calm'})
+                self.assertEqual(self.monitor.named('StormDetected'), [])
+        daemon.stop()
+
+
+class MitigationTest(StormTestCase):
+
+    def test_mitigation_applies_holds_down_and_reverts(self):
+        daemon = self.start_storm_thpd(Action='mitigate', HoldDown='4s')
+        self.assertEqual(self.busctl_property('StormAction'), 'mitigate')
+        self.fake.set_shape(COMPACTION_STORM)
+        detected = self.monitor.wait_for('StormDetected')
+        self.wait_knobs(defrag='defer')
+        applied = self.monitor.wait_for('Applied')
+        self.assertEqual(applied['changes'], [{'knob': 'defrag', 'old': 'madvise', 'new': 'defer',
+                                               'reason': 'storm mitigation'}])
+        self.assertLess(applied['received'] - detected['received'], 1.0)
+        daemon.wait_log(r'Storm mitigation at step 1 of 3\.')
+        self.assertEqual(self.knob_row('defrag'), ('defer', 'defer', 'madvise', 'mitigation', '', ''))
+        self.assertEqual(self.explain('defrag'), {'baseline': ('madvise', False), 'mitigation': ('defer', True)})
+        self.assertRegex(self.ctl('status'), r'\n +defrag +defer +\(baseline madvise\) +storm mitigation\n')
+        # Only step 1: nothing else moved.
+        self.assert_knobs({k: v for k, v in thpdtest.THP_DEFAULTS.items() if k != 'defrag'})
+
+        calm_at = self.fake.set_shape(CALM)
+        cleared = self.monitor.wait_for('StormCleared')
+        self.assertLess(cleared['received'] - applied['received'], 3.5, 'cleared too late to show HoldDown=')
+        self.assertEqual(self.kernel.read_knob('defrag'), 'defer', 'mitigation lifted before HoldDown=')
+
+        self.wait_knobs(defrag='madvise')
+        lifted = self.monitor.wait_for('Applied', timeout=1, changes=[
+            {'knob': 'defrag', 'old': 'defer', 'new': 'madvise', 'reason': 'baseline, no policy votes'}])
+        self.assertGreaterEqual(lifted['received'] - applied['received'], 3.9, 'HoldDown=4s not kept')
+        self.assertLess(lifted['received'] - calm_at, 6)
+        daemon.wait_log(r'Storm mitigation lifted: calm for the hold-down time\.')
+        self.assertEqual(self.knob_row('defrag')[3], 'baseline')
+        self.assert_knobs(thpdtest.THP_DEFAULTS)
+        daemon.stop()
+
+    def test_mitigation_never_loosens_a_stricter_policy(self):
+        self.write_policy('strict.conf', '[Policy]\nUnits=strict.service\n[TransparentHugePages]\nDefrag=never\n')
+        daemon = self.start_storm_thpd(Action='mitigate', HoldDown='1s')
+        self.start_unit('strict.service')
+        self.wait_knobs(defrag='never')
+
+        self.fake.set_shape(COMPACTION_STORM)
+        self.monitor.wait_for('StormDetected', kind='direct-compaction')
+        daemon.wait_log(r'Storm mitigation at step 1 of 3\.')
+        self.assertEqual(self.explain('defrag'), {'baseline': ('madvise', False), 'policy': ('never', True),
+                                                  'mitigation': ('defer', False)})
+        self.assertEqual(self.knob_row('defrag')[:4], ('never', 'never', 'madvise', 'policy'))
+        self.assertEqual(self.kernel.read_knob('defrag'), 'never')
+
+        # The mitigation was voting all along: with the policy gone it decides.
+        self.stop_unit('strict.service')
+        self.wait_knobs(defrag='defer')
+        self.assertEqual(self.knob_row('defrag')[3], 'mitigation')
+        self.assertFalse([e for e in self.monitor.named('Applied')
+                          if any(c['new'] not in ('never', 'defer') for c in e['changes'])],
+                         'defrag was loosened past the mitigation while the storm lasted')
+
+        self.fake.set_shape(CALM)
+        self.monitor.wait_for('StormCleared')
+        self.wait_knobs(defrag='madvise')
+        daemon.stop()
+
+
+class KernelThreadTest(StormTestCase):
+
+    threads = {
+        KHUGEPAGED_PID: ('khugepaged', KTHREAD_FLAGS),
+        KCOMPACTD_PID: ('kcompactd0', KTHREAD_FLAGS),
+        IMPOSTOR_PID: ('khugepaged', PROCESS_FLAGS),
+    }
+
+    def setUp(self):
+        super().setUp()
+        # A baseline step 3 of the mitigation can tighten.
+        self.kernel.set_knob('enabled', 'always')
+        self.baseline = dict(thpdtest.THP_DEFAULTS, enabled='always')
+
+    def test_khugepaged_storm_mitigates_from_step_2_and_escalates(self):
+        self.write_policy('slow-scan.conf', '[Policy]\nUnits=batch.service\n[Khugepaged]\nScanSleepMillisecs=60000\n')
+        daemon = self.start_storm_thpd(Action='mitigate', EscalateAfter='1500ms', HoldDown='1s')
+        self.start_unit('batch.service')
+        self.wait_knobs({'khugepaged/scan_sleep_millisecs': '60000'})
+
+        self.fake.set_shape(Shape(cpu={KHUGEPAGED_PID: 0.60}))
+        detected = self.monitor.wait_for('StormDetected')
+        self.assertEqual(detected['kind'], 'khugepaged')
+        self.assert_close(detected['figures']['khugepaged_cpu_percent'], 60, 12, 'khugepaged CPU')
+        # Step 2 at once: defrag does not reach khugepaged, its own knobs do.
+        self.wait_knobs({'defrag': 'defer', 'khugepaged/defrag': '0', 'khugepaged/pages_to_scan': '2048',
+                         'khugepaged/alloc_sleep_millisecs': '120000', 'enabled': 'always'})
+        # The policy's 60 s scan sleep is stricter than the mitigation's 30 s: it stays.
+        self.assertEqual(self.kernel.read_knob('khugepaged/scan_sleep_millisecs'), '60000')
+        self.assertEqual(self.explain('khugepaged/scan_sleep_millisecs')['mitigation'], ('30000', False))
+        daemon.wait_log(r'khugepaged storm detected: khugepaged at \d+% of a CPU')
+
+        # The storm outlasts EscalateAfter=: step 3.
+        self.wait_knobs(enabled='madvise', timeout=4)
+        daemon.wait_log(r'Storm mitigation at step 3 of 3\.')
+
+        self.fake.set_shape(CALM)
+        self.monitor.wait_for('StormCleared', kind='khugepaged')
+        self.wait_knobs(dict(self.baseline, **{'khugepaged/scan_sleep_millisecs': '60000'}))
+        self.stop_unit('batch.service')
+        self.wait_knobs(self.baseline)
+        self.assertEqual(self.monitor.named('StormDetected', kind='kcompactd'), [])
+        daemon.stop()
+
+    def test_kcompactd_storm_and_a_process_calling_itself_khugepaged(self):
+        daemon = self.start_storm_thpd(Action='mitigate', MitigationDefrag='never')
+        # The impostor burns a whole CPU; only the real kernel thread counts.
+        self.fake.set_shape(Shape(rates={'compact_daemon_wake': 25},
+                                  cpu={KCOMPACTD_PID: 0.60, IMPOSTOR_PID: 0.95}))
+        detected = self.monitor.wait_for('StormDetected')
+        self.assertEqual(detected['kind'], 'kcompactd')
+        self.assert_close(detected['figures']['kcompactd_cpu_percent'], 60, 12, 'kcompactd CPU')
+        self.assert_close(detected['figures']['compact_daemon_wakes_per_sec'], 25, 8, 'kcompactd wakes')
+        self.wait_knobs(defrag='never')
+        storms = self.storms()
+        self.assertEqual(storms['kcompactd'][0], 'storm')
+        self.assertEqual(storms['khugepaged'][0], 'calm')
+        self.assertEqual(storms['khugepaged'][1]['khugepaged_cpu_percent'], 0)
+        self.assertRegex(self.ctl('status'), r'\n  Storms: +storm — kcompactd storm \(action: mitigate\)\n')
+
+        self.fake.set_shape(Shape(cpu={IMPOSTOR_PID: 0.95}))
+        self.monitor.wait_for('StormCleared', kind='kcompactd')
+        self.wait_knobs(self.baseline)
+        self.assertEqual([e['kind'] for e in self.monitor.named('StormDetected')], ['kcompactd'])
+        daemon.stop()
+
+
+if __name__ == '__main__':
+    thpdtest.main()
