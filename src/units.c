@@ -372,6 +372,7 @@ static int subscribe(UnitTracker *t) {
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         UnitTracker *t = userdata;
 
+        log_debug("Asking the systemd manager again.");
         if (subscribe(t) < 0)
                 return schedule_retry(t);
         return 0;
