@@ -178,6 +178,7 @@ class SignalMonitor:
     def __init__(self, env, ctl):
         self.events = []
         self._arrived = threading.Condition()
+        self._reader = None
         self.process = subprocess.Popen([ctl, '--user', 'monitor', '--json'], env=env, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # thpd-ctl says so once its matches are in place: nothing after this line is missed.
@@ -223,6 +224,8 @@ class SignalMonitor:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self._reader is not None:
+            self._reader.join(5)
         self.process.stdout.close()
         self.process.stderr.close()
 
