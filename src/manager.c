@@ -835,6 +835,9 @@ int manager_reload(Manager *m) {
         (void) sd_notify(false, "RELOADING=1");
         (void) load_settings(m);
         load_policies(m);
+        /* The target points into the policies just replaced: resolve against the new ones before
+         * anything (a property read, a storm event) looks at it. */
+        manager_apply(m);
         setup_storm_watcher(m, memcmp(&old_storm, &m->settings.storm, sizeof old_storm) != 0);
         if (m->units)
                 (void) unit_tracker_rescan(m->units);

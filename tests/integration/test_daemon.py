@@ -6,8 +6,10 @@ Every scenario runs a fresh daemon on a fresh scratch sysfs (kernel defaults: en
 no daemon. Run as root: THPD_BIN=build/src/thpd /usr/bin/python3 -B test_daemon.py -v
 """
 
+import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import unittest
@@ -319,6 +321,25 @@ class DaemonTest(ThpdTestCase):
         thpd.signal(signal.SIGHUP)
         self.wait_knobs(BASELINE)
         self.assertTrue(thpd.running)
+        thpd.stop()
+
+    def test_11_reload_with_a_new_storm_action_while_a_policy_is_applied(self):
+        # A reload replaces every Policy object while the target still names the old ones, and a
+        # new storm action makes the D-Bus layer render the properties at once (an ASan build
+        # catches a read of the old ones).
+        self.write_policy('redis.conf', REDIS_POLICY)
+        thpd = self.start_thpd()
+        self.start_unit('redis-server.service')
+        self.wait_knobs(REDIS)
+        self.config_path.write_text('[Daemon]\n[Storm]\nAction=mitigate\n')
+        thpd.signal(signal.SIGHUP)
+        thpd.wait_log(r'Reloading policies and settings')
+        status = subprocess.run([os.environ['THPD_CTL_BIN'], '--user', 'status'], env=self.stack.env,
+                                capture_output=True, text=True)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn('action: mitigate', status.stdout)
+        self.assertRegex(status.stdout, r'enabled\s+never.*redis\.conf for redis-server\.service')
+        self.assert_knobs(REDIS)
         thpd.stop()
 
 
