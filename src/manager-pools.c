@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "log.h"
+#include "manager-pools.h"
+#include "pools.h"
+#include "sysfs.h"
+#include "util.h"
+
+void manager_record_pool_baselines(Manager *m, Baseline *b) {
+        _cleanup_free_ uint64_t *sizes = NULL;
+        size_t n_sizes = 0;
+
+        if (sysfs_list_hugetlb_sizes(m->sysfs_root, &sizes, &n_sizes) < 0)
+                return;
+        for (size_t i = 0; i < n_sizes; i++) {
+                PoolState state;
+
+                if (baseline_find_pool(b, sizes[i], POOL_NODE_ANY))
+                        continue;
+                if (sysfs_read_pool(m->sysfs_root, sizes[i], POOL_NODE_ANY, &state) >= 0)
+                        (void) baseline_set_pool(b, sizes[i], POOL_NODE_ANY, state.nr);
+        }
+}
+
+/* "postgresql.conf for postgresql.service, ..." for the policies holding this pool. */
+static char *pool_reason(Manager *m, uint64_t page_size_kb, int node) {
+        g_autoptr(GString) s = g_string_new(NULL);
+
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                const PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+
+                if (!p->has_pool || p->pool.page_size_kb != page_size_kb || p->pool.node != node || !rt)
+                        continue;
+                if (rt->active)
+                        g_string_append_printf(s, "%s%s for %s", s->len > 0 ? ", " : "", p->path,
+                                               (const char *) g_ptr_array_index(rt->units, 0));
+                else if (rt->pool_grace_until > 0)
+                        g_string_append_printf(s, "%s%s, held after its unit stopped", s->len > 0 ? ", " : "", p->path);
+        }
+        if (s->len == 0)
+                g_string_append(s, "baseline, no policy holds it");
+        return g_string_free(g_steal_pointer(&s), false);
+}
+
+void manager_apply_pools(Manager *m) {
+        PoolRoots roots = { .sysfs_root = m->sysfs_root, .procfs_root = m->procfs_root };
+        PoolOps ops = pool_ops_sysfs(&roots);
+
+        g_array_set_size(m->pools, 0);
+        for (size_t i = 0; i < m->target.n_pools; i++) {
+                const PoolTarget *t = &m->target.pools[i];
+                const PoolBaseline *b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
+                size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
+                PoolStatus status = { .page_size_kb = t->page_size_kb, .node = t->node, .target = t->pages };
+                PoolState state;
+                PoolResult res;
+                char size[24];
+                int r;
+
+                format_page_size(t->page_size_kb, size);
+                if (!b && t->node == POOL_NODE_ANY) {
+                        status.shortfall = g_strdup_printf("this kernel has no %s hugetlb pages", size);
+                        g_array_append_val(m->pools, status);
+                        continue;
+                }
+                if (!b) {
+                        /* A per-node pool: record its baseline on first use. */
+                        if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) < 0 ||
+                            baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) < 0) {
+                                status.shortfall = g_strdup_printf("no %s pool on NUMA node %d", size, t->node);
+                                g_array_append_val(m->pools, status);
+                                continue;
+                        }
+                        (void) baseline_save(m->runtime_dir, &m->baseline);
+                        b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
+                        bi = (size_t) (b - m->baseline.pools);
+                        status.target = state.nr + t->requested;
+                }
+
+                r = sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state);
+                if (r < 0) {
+                        status.shortfall = g_strdup_printf("cannot read the pool: %s", strerror(-r));
+                        g_array_append_val(m->pools, status);
+                        continue;
+                }
+
+                if (t->requested == 0 && !m->pool_owned[bi]) {
+                        /* Not ours: follow the admin, as with knobs. */
+                        if (state.nr != b->pages)
+                                (void) baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr);
+                        status.target = state.nr;
+                } else if (state.nr != status.target) {
+                        g_autofree char *reason = pool_reason(m, t->page_size_kb, t->node);
+
+                        r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
+                        if (r < 0) {
+                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %s", size,
+                                                status.target, reason, strerror(-r));
+                                status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
+                        } else if (res.allocated < status.target) {
+                                status.shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)",
+                                                                   res.allocated, status.target, res.attempts);
+                                log_warning("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages, %" PRIu64 " short of %" PRIu64
+                                            " after %u attempt(s) and %u compaction(s) (%s)",
+                                            size, state.nr, res.allocated, status.target - res.allocated, status.target,
+                                            res.attempts, res.compactions, reason);
+                        } else
+                                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%s)", size, state.nr,
+                                         res.allocated, reason);
+                        m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
+                } else
+                        m->pool_owned[bi] = t->requested > 0;
+
+                if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) >= 0) {
+                        status.allocated = state.nr;
+                        status.free = state.free;
+                }
+                g_array_append_val(m->pools, status);
+        }
+}
+
+int manager_restore_pools(Manager *m) {
+        int failed = 0;
+
+        for (size_t i = 0; i < m->baseline.n_pools; i++) {
+                const PoolBaseline *p = &m->baseline.pools[i];
+                PoolState state;
+                uint64_t got;
+                char size[24];
+                int r;
+
+                if (!m->pool_owned[i] || sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
+                    state.nr == p->pages)
+                        continue;
+                r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);
+                format_page_size(p->page_size_kb, size);
+                if (r < 0) {
+                        log_error_errno(r, "hugetlb %s pool: cannot restore %" PRIu64 " pages: %s", size, p->pages, strerror(-r));
+                        failed = r;
+                        continue;
+                }
+                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (restoring the baseline)", size, state.nr, got);
+        }
+        return failed;
+}

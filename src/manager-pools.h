@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "manager.h"
+
+/* hugetlb pools, the manager's side: what the kernel has at start, sizing them to the target
+ * with the policies and units that asked named in the log, and putting them back on exit. */
+
+void manager_record_pool_baselines(Manager *m, Baseline *b);
+void manager_apply_pools(Manager *m);
+/* Returns 0, or the last error of a pool that could not be restored. */
+int manager_restore_pools(Manager *m);
