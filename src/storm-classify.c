@@ -207,7 +207,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
 }
 
 void storm_state_init(StormState *s) {
-        *s = (StormState) {};
+        *s = (StormState) { .hold_down_factor = 1 };
 }
 
 static bool deltas_from_interval(const StormSample *prev, const StormSample *cur, StormDeltas *ret) {
@@ -427,11 +427,22 @@ static bool update_mitigation(const StormConfig *cfg, StormState *s, uint64_t no
                 else if (level < STORM_MITIGATION_LEVEL_MAX &&
                          now - s->mitigation_changed_usec >= cfg->escalate_after_usec)
                         level++;
-        } else if (calm && level > 0 && now - s->mitigation_changed_usec >= cfg->hold_down_usec)
+        } else if (calm && level > 0 && now - s->mitigation_changed_usec >= cfg->hold_down_usec * s->hold_down_factor)
                 level = 0;
 
         if (level == s->mitigation_level)
                 return false;
+
+        if (level > 0 && s->mitigation_level == 0) {
+                /* Back soon after the last lift: the mitigation was what kept it calm. */
+                if (s->mitigation_lifted_usec > 0 &&
+                    now - s->mitigation_lifted_usec < cfg->hold_down_usec * s->hold_down_factor)
+                        s->hold_down_factor = MIN(s->hold_down_factor * 2, STORM_HOLD_DOWN_FACTOR_MAX);
+                else
+                        s->hold_down_factor = 1;
+        }
+        if (level == 0)
+                s->mitigation_lifted_usec = now;
 
         s->mitigation_level = level;
         s->mitigation_changed_usec = now;

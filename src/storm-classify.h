@@ -151,6 +151,8 @@ typedef struct StormKindState {
 } StormKindState;
 
 #define STORM_MITIGATION_LEVEL_MAX 3U
+/* Each storm that returns within the current hold-down of the last lift doubles it, up to this. */
+#define STORM_HOLD_DOWN_FACTOR_MAX 8U
 
 typedef struct StormState {
         StormKindState kinds[_STORM_KIND_MAX];
@@ -163,6 +165,10 @@ typedef struct StormState {
         uint64_t quiet_usec;
         unsigned mitigation_level;    /* 0: none; see storm_mitigation_votes() */
         uint64_t mitigation_changed_usec;
+        /* HoldDown= is multiplied by this after a storm came back soon after its mitigation was
+         * lifted, so that a workload the mitigation keeps calm does not flap every HoldDown=. */
+        unsigned hold_down_factor;
+        uint64_t mitigation_lifted_usec; /* 0: never lifted */
 } StormState;
 
 void storm_state_init(StormState *s);

@@ -547,6 +547,46 @@ START_TEST(test_mitigation_escalation_and_revert) {
 }
 END_TEST
 
+/* Mitigation that keeps the storm away gets lifted after HoldDown=, the storm comes back at once:
+ * each return doubles the next hold-down instead of flapping at the same pace. */
+START_TEST(test_recurring_storm_holds_longer) {
+        StormConfig cfg;
+        StormState st;
+        StormSample s = gen_start();
+        Trace t;
+        uint64_t lifted[3];
+
+        storm_config_init_defaults(&cfg);
+        cfg.action = STORM_ACTION_MITIGATE;
+        cfg.escalate_after_usec = 3600 * SEC;
+        storm_state_init(&st);
+        trace_init(&t);
+
+        gen_run(&cfg, &st, &s, 30, &calm_load, &t);
+        for (unsigned round = 0; round < 3; round++) {
+                unsigned before = t.n_levels;
+
+                /* Storm until detected, then calm while mitigated, until the lift. */
+                gen_run(&cfg, &st, &s, (unsigned) ((cfg.storm_after_usec + cfg.window_usec) / SEC) + 1,
+                        &compaction_storm, &t);
+                ck_assert_uint_eq(st.mitigation_level, 1);
+                while (st.mitigation_level > 0)
+                        gen_run(&cfg, &st, &s, 1, &calm_load, &t);
+                ck_assert_uint_eq(t.n_levels, before + 2);
+                lifted[round] = t.level_at[t.n_levels - 1];
+                ck_assert_uint_ge(lifted[round] - t.level_at[before], cfg.hold_down_usec << round);
+                ck_assert_uint_le(lifted[round] - t.level_at[before], (cfg.hold_down_usec << round) + 2 * SEC);
+        }
+        ck_assert_uint_eq(st.hold_down_factor, 4);
+
+        /* A storm long after the last hold-down starts over at one HoldDown=. */
+        gen_run(&cfg, &st, &s, (unsigned) (4 * cfg.hold_down_usec / SEC) + 1, &calm_load, &t);
+        gen_run(&cfg, &st, &s, (unsigned) ((cfg.storm_after_usec + cfg.window_usec) / SEC) + 1, &compaction_storm, &t);
+        ck_assert_uint_eq(st.mitigation_level, 1);
+        ck_assert_uint_eq(st.hold_down_factor, 1);
+}
+END_TEST
+
 START_TEST(test_sampling_runs) {
         const Load pressure = { .psi_percent = 50 };
         StormConfig cfg;
@@ -786,6 +826,7 @@ int main(void) {
         tcase_add_test(shapes, test_kthread_storms);
         tcase_add_test(shapes, test_pressure_condition);
         tcase_add_test(shapes, test_mitigation_escalation_and_revert);
+        tcase_add_test(shapes, test_recurring_storm_holds_longer);
         tcase_add_test(shapes, test_sampling_runs);
         suite_add_tcase(s, shapes);
 
