@@ -169,7 +169,10 @@ static void print_status(const CtlProperties *p) {
         print_needs_restart(p);
 }
 
-int verb_status(const CtlOptions *o, int argc, char *argv[]) {
+/* Reads every property once and prints it: as JSON (only the named properties; NULL for all)
+ * with --json, otherwise through print_text. */
+static int print_properties(const CtlOptions *o, char *const *names,
+                            void (*print_text)(const CtlProperties *p, char *const *names)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         CtlProperties p;
         int r;
@@ -185,14 +188,22 @@ int verb_status(const CtlOptions *o, int argc, char *argv[]) {
                 Json j;
 
                 json_init(&j);
-                ctl_properties_to_json(&p, NULL, &j);
+                ctl_properties_to_json(&p, names, &j);
                 r = json_print(&j);
         } else {
-                print_status(&p);
+                print_text(&p, names);
                 r = fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
         }
         ctl_properties_clear(&p);
         return r;
+}
+
+static void print_status_text(const CtlProperties *p, char *const *names) {
+        print_status(p);
+}
+
+int verb_status(const CtlOptions *o, int argc, char *argv[]) {
+        return print_properties(o, NULL, print_status_text);
 }
 
 /* ---- show ---- */
@@ -317,11 +328,13 @@ static void show_property(const CtlProperties *p, const char *name) {
                 show_storms(p);
 }
 
+static void show_properties(const CtlProperties *p, char *const *names) {
+        for (size_t i = 0; names[i]; i++)
+                show_property(p, names[i]);
+}
+
 int verb_show(const CtlOptions *o, int argc, char *argv[]) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         g_auto(GStrv) names = NULL;
-        CtlProperties p;
-        int r;
 
         for (int i = 0; i < argc; i++)
                 if (!g_strv_contains(ctl_property_names, argv[i])) {
@@ -337,24 +350,5 @@ int verb_show(const CtlOptions *o, int argc, char *argv[]) {
         } else
                 names = g_strdupv((char **) ctl_property_names);
 
-        r = ctl_bus_open(o, &bus);
-        if (r != CTL_EXIT_OK)
-                return r;
-        r = ctl_get_properties(o, bus, &p);
-        if (r != CTL_EXIT_OK)
-                return r;
-
-        if (o->json) {
-                Json j;
-
-                json_init(&j);
-                ctl_properties_to_json(&p, names, &j);
-                r = json_print(&j);
-        } else {
-                for (size_t i = 0; names[i]; i++)
-                        show_property(&p, names[i]);
-                r = fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
-        }
-        ctl_properties_clear(&p);
-        return r;
+        return print_properties(o, names, show_properties);
 }
