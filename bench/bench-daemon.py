@@ -101,8 +101,10 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
+sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
 import thpdtest  # noqa: E402
+from benchlib import context_switches, cpu_ticks, percentile, render, switches_between  # noqa: E402
 
 SKIP = 77
 
@@ -224,34 +226,6 @@ def rss_by_mapping(pid):
     return sorted(((kb, n) for n, kb in totals.items() if kb), reverse=True)
 
 
-def cpu_ticks(pid):
-    """utime + stime of the process (all threads), in CLK_TCK ticks."""
-    stat = Path(f'/proc/{pid}/stat').read_text()
-    rest = stat[stat.rindex(')') + 2:].split()
-    # rest[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return int(rest[11]) + int(rest[12])
-
-
-def context_switches(pid):
-    """{tid: voluntary + nonvoluntary context switches} for every thread of pid."""
-    counts = {}
-    for task in Path(f'/proc/{pid}/task').iterdir():
-        total = 0
-        try:
-            for line in (task / 'status').read_text().splitlines():
-                if line.startswith(('voluntary_ctxt_switches:', 'nonvoluntary_ctxt_switches:')):
-                    total += int(line.split()[1])
-        except FileNotFoundError:
-            continue
-        counts[int(task.name)] = total
-    return counts
-
-
-def switches_between(before, after):
-    """Switches in the interval; a thread that appeared counts from zero."""
-    return sum(n - before.get(tid, 0) for tid, n in after.items())
-
-
 def armed_timers(pid):
     """Descriptions of thpd's timerfds that are armed now."""
     armed = []
@@ -268,13 +242,6 @@ def armed_timers(pid):
             armed.append(f'fd {fd.name} clockid {info.get("clockid", "?").strip()} it_value {value} '
                          f'it_interval {info.get("it_interval", "?").strip()}')
     return armed
-
-
-def percentile(samples, p):
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    rank = max(1, -(-len(ordered) * p // 100))
-    return ordered[int(rank) - 1]
 
 
 def ms(ns):
@@ -668,16 +635,6 @@ def machine_facts(thpd):
 
 def mib(kib):
     return f'{kib / 1024:.2f} MiB'
-
-
-def render(rows):
-    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append('  '.join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append('  '.join('-' * w for w in widths))
-    return '\n'.join(lines)
 
 
 def report(args, latency, resources, idle):

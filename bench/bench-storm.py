@@ -81,9 +81,11 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
+sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
 import test_storm  # noqa: E402
 import thpdtest  # noqa: E402
+from benchlib import context_switches, cpu_ticks, percentile, render, switches_between  # noqa: E402
 
 SKIP = 77
 TARGET_BEYOND_STORM_AFTER = 3.0
@@ -112,24 +114,6 @@ class BenchError(Exception):
     """The benchmark could not measure what it set out to."""
 
 
-def cpu_ticks(pid):
-    """utime + stime of every thread of pid, in CLK_TCK ticks (fields 14 and 15 of stat)."""
-    stat = Path(f'/proc/{pid}/stat').read_text()
-    fields = stat[stat.rindex(')') + 2:].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def context_switches(pid):
-    """{tid: voluntary + nonvoluntary switches} for every thread of pid."""
-    counts = {}
-    for task in Path(f'/proc/{pid}/task').iterdir():
-        with open(task / 'status') as f:
-            counts[int(task.name)] = sum(int(line.split()[1]) for line in f
-                                         if line.startswith(('voluntary_ctxt_switches:',
-                                                             'nonvoluntary_ctxt_switches:')))
-    return counts
-
-
 def kernel_counters():
     vmstat = dict(line.split() for line in Path('/proc/vmstat').read_text().splitlines())
     psi = Path('/proc/pressure/memory')
@@ -144,11 +128,6 @@ def kill_with_parent():
     """preexec_fn: the child dies with this process."""
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def percentile(samples, p):
-    ordered = sorted(samples)
-    return ordered[max(0, -(-len(ordered) * p // 100) - 1)]
 
 
 class Run:
@@ -287,7 +266,7 @@ class Bench:
             trigger = 'No PSI trigger' not in run.daemon.log()
         finally:
             run.close()
-        switches = sum(n - before[1].get(tid, 0) for tid, n in after[1].items())
+        switches = switches_between(before[1], after[1])
         return dict(seconds=after[0] - before[0], switches=switches, threads=len(after[1]),
                     ticks=after[2] - before[2], wakes=[l for l in log_lines if l.startswith('Memory pressure above')],
                     trigger=trigger)
@@ -371,16 +350,6 @@ def worker_compile(work_dir):
 
 
 # Report
-
-def render(rows):
-    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append('  '.join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append('  '.join('-' * w for w in widths))
-    return '\n'.join(lines)
-
 
 def worst_window(samples, seconds):
     """The seconds-long span (by 1 s samples) with the most compaction stalls: its figures."""
