@@ -540,12 +540,10 @@ void manager_apply(Manager *m) {
         g_autoptr(GArray) active = collect_active(m);
         g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
         KnobValue baseline[_KNOB_MAX];
-        PoolBaseline pool_baseline[RESOLVE_MAX_POOLS];
         ResolveInput in;
 
         g_array_set_clear_func(changes, knob_change_clear);
         manager_effective_baseline(m, baseline);
-        memcpy(pool_baseline, m->baseline.pools, sizeof(PoolBaseline) * m->baseline.n_pools);
 
         in = (ResolveInput) {
                 .baseline = baseline,
@@ -553,7 +551,7 @@ void manager_apply(Manager *m) {
                 .n_active = active->len,
                 .mitigation = m->mitigation,
                 .override = m->override,
-                .pool_baseline = pool_baseline,
+                .pool_baseline = m->baseline.pools,
                 .n_pool_baseline = m->baseline.n_pools,
         };
         resolve(&in, &m->target);
@@ -575,16 +573,16 @@ void manager_apply(Manager *m) {
 }
 
 int manager_restore(Manager *m) {
+        KnobValue baseline[_KNOB_MAX];
         int failed = 0, r;
 
+        manager_effective_baseline(m, baseline);
         FOREACH_KNOB(k) {
-                KnobValue want = m->baseline.knobs[k], cur;
+                KnobValue want = baseline[k], cur;
                 char a[24], b[24];
 
-                if (!m->present[k] || want == KNOB_VALUE_UNSET)
+                if (want == KNOB_VALUE_UNSET)
                         continue;
-                if (m->settings.baseline[k] != KNOB_VALUE_UNSET)
-                        want = m->settings.baseline[k];
                 r = sysfs_read_knob(m->sysfs_root, k, &cur);
                 if (r >= 0 && cur == want)
                         continue;
