@@ -25,6 +25,9 @@ struct UnitTracker {
         sd_event_source *retry;
         bool ready;
         bool warned_unavailable;
+        /* Between the manager's Reloading(true) and Reloading(false): it frees and re-creates
+         * every unit object, so UnitRemoved then says nothing about what runs. */
+        bool manager_reloading;
         unsigned generation;     /* bumps on every (re-)enumeration to drop stale replies */
 };
 
@@ -36,19 +39,29 @@ static void tracked_unit_free(gpointer p) {
         g_free(u->name);
         g_free(u->path);
         g_free(u->active_state);
+        g_free(u->sub_state);
         g_free(u);
+}
+
+/* A service whose processes are all gone but that stays "active" (RemainAfterExit=yes, e.g.
+ * Debian's postgresql.service umbrella that only starts the clusters) runs nothing a policy
+ * could be for; systemd calls that sub-state "exited" exactly when its control group is empty. */
+static bool has_exited(const TrackedUnit *u) {
+        return streq_ptr(u->sub_state, "exited");
 }
 
 bool tracked_unit_is_wanted(const TrackedUnit *u) {
         if (u->start_job != 0)
                 return true;
-        return u->active_state &&
-               (streq(u->active_state, "activating") || streq(u->active_state, "active") ||
-                streq(u->active_state, "reloading"));
+        if (!u->active_state)
+                return false;
+        if (streq(u->active_state, "activating") || streq(u->active_state, "reloading"))
+                return true;
+        return streq(u->active_state, "active") && !has_exited(u);
 }
 
 bool tracked_unit_is_running(const TrackedUnit *u) {
-        return u->start_job == 0 && u->active_state &&
+        return u->start_job == 0 && u->active_state && !has_exited(u) &&
                (streq(u->active_state, "active") || streq(u->active_state, "reloading"));
 }
 
@@ -96,9 +109,21 @@ static void untrack(UnitTracker *t, TrackedUnit *u) {
         g_hash_table_remove(t->units, u->name);
 }
 
-static void set_active_state(TrackedUnit *u, const char *state) {
-        g_free(u->active_state);
-        u->active_state = g_strdup(state);
+/* Returns whether anything changed. */
+static bool set_state(TrackedUnit *u, const char *active_state, const char *sub_state) {
+        bool changed = false;
+
+        if (active_state && !streq_ptr(u->active_state, active_state)) {
+                g_free(u->active_state);
+                u->active_state = g_strdup(active_state);
+                changed = true;
+        }
+        if (sub_state && !streq_ptr(u->sub_state, sub_state)) {
+                g_free(u->sub_state);
+                u->sub_state = g_strdup(sub_state);
+                changed = true;
+        }
+        return changed;
 }
 
 /* Per-call context for replies that concern one unit; freed by the slot's destroy callback so
@@ -119,8 +144,10 @@ static void unit_call_free(void *p) {
         g_free(c);
 }
 
-static int call_for_unit(UnitTracker *t, const char *unit, uint32_t job, const char *path,
-                         const char *interface, const char *property, sd_bus_message_handler_t handler) {
+static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *error);
+
+/* Asks a job (never a unit: that could load it) what kind it is. */
+static int call_job_type(UnitTracker *t, const char *unit, uint32_t job, const char *job_path) {
         sd_bus_slot *slot = NULL;
         UnitCall *c;
         int r;
@@ -128,8 +155,8 @@ static int call_for_unit(UnitTracker *t, const char *unit, uint32_t job, const c
         c = g_new0(UnitCall, 1);
         *c = (UnitCall) { .tracker = t, .unit = g_strdup(unit), .job = job, .generation = t->generation };
 
-        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties",
-                                     "Get", handler, c, "ss", interface, property);
+        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, job_path, "org.freedesktop.DBus.Properties",
+                                     "Get", on_job_type_reply, c, "ss", SYSTEMD_JOB, "JobType");
         if (r < 0) {
                 unit_call_free(c);
                 return r;
@@ -147,25 +174,6 @@ static int read_string_variant(sd_bus_message *m, const char **ret) {
         if (r < 0)
                 return r;
         return sd_bus_message_read(m, "s", ret);
-}
-
-static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        UnitCall *c = userdata;
-        UnitTracker *t = c->tracker;
-        const char *state;
-        TrackedUnit *u;
-
-        if (c->generation != t->generation || sd_bus_message_is_method_error(m, NULL))
-                return 0;
-        u = g_hash_table_lookup(t->units, c->unit);
-        if (!u || read_string_variant(m, &state) < 0)
-                return 0;
-        /* A PropertiesChanged may have overtaken this reply; only fill in what is unknown. */
-        if (!u->active_state) {
-                set_active_state(u, state);
-                notify_changed(t);
-        }
-        return 0;
 }
 
 static bool job_type_is_start(const char *type) {
@@ -198,30 +206,21 @@ static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *er
         return 0;
 }
 
-static int on_unit_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        UnitTracker *t = userdata;
-        const char *name, *path;
-        TrackedUnit *u;
-
-        if (sd_bus_message_read(m, "so", &name, &path) < 0 || !t->filter(name, t->userdata))
-                return 0;
-        u = track(t, name, path);
-        if (!u->active_state)
-                (void) call_for_unit(t, name, 0, path, SYSTEMD_UNIT, "ActiveState", on_active_state_reply);
-        return 0;
-}
-
+/* Never touch a unit's object in reaction to UnitNew or UnitRemoved: reading a property of a
+ * unit the manager has just garbage-collected loads it again (UnitNew), it is collected again
+ * (UnitRemoved), and the three processes ping-pong for ever. A newly loaded unit is inactive;
+ * JobNew and PropertiesChanged say when that changes. */
 static int on_unit_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
         const char *name, *path;
         TrackedUnit *u;
 
-        if (sd_bus_message_read(m, "so", &name, &path) < 0)
+        if (t->manager_reloading || sd_bus_message_read(m, "so", &name, &path) < 0)
                 return 0;
         u = g_hash_table_lookup(t->units, name);
         if (!u)
                 return 0;
-        /* Unloaded units are not running; a later UnitNew brings them back. */
+        /* Unloaded units are not running. */
         untrack(t, u);
         notify_changed(t);
         return 0;
@@ -236,7 +235,7 @@ static int on_job_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (sd_bus_message_read(m, "uos", &id, &job_path, &name) < 0 || !t->filter(name, t->userdata))
                 return 0;
         u = track(t, name, NULL);
-        (void) call_for_unit(t, name, id, job_path, SYSTEMD_JOB, "JobType", on_job_type_reply);
+        (void) call_job_type(t, name, id, job_path);
 
         /* A new job on a unit that is not running is almost always a start. Acting now rather
          * than after the JobType round trip sets the knobs before a Type=simple service, which
@@ -268,33 +267,42 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
 
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
-        const char *interface, *key, *state;
+        const char *path = sd_bus_message_get_path(m), *interface, *key, *value;
+        const char *active_state = NULL, *sub_state = NULL;
+        _cleanup_free_ char *name = NULL;
         TrackedUnit *u;
-        int r;
 
-        u = g_hash_table_lookup(t->by_path, sd_bus_message_get_path(m));
-        if (!u)
-                return 0;
         if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT))
                 return 0;
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
+        if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
                 return 0;
         while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
                 if (sd_bus_message_read(m, "s", &key) < 0)
                         return 0;
-                if (streq(key, "ActiveState")) {
-                        if (read_string_variant(m, &state) < 0)
+                if (streq(key, "ActiveState") || streq(key, "SubState")) {
+                        if (read_string_variant(m, &value) < 0 || sd_bus_message_exit_container(m) < 0)
                                 return 0;
-                        if (!streq_ptr(u->active_state, state)) {
-                                log_debug("%s: %s", u->name, state);
-                                set_active_state(u, state);
-                                notify_changed(t);
-                        }
+                        *(streq(key, "ActiveState") ? &active_state : &sub_state) = value;
+                } else if (sd_bus_message_skip(m, "v") < 0)
                         return 0;
-                }
-                if (sd_bus_message_skip(m, "v") < 0 || sd_bus_message_exit_container(m) < 0)
+                if (sd_bus_message_exit_container(m) < 0)
                         return 0;
+        }
+        if (!active_state && !sub_state)
+                return 0;
+
+        /* The object path is the escaped unit name, so a unit we have not met yet (one that
+         * became active without a job, or after a re-enumeration) is recognised too. */
+        u = path ? g_hash_table_lookup(t->by_path, path) : NULL;
+        if (!u) {
+                if (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0 ||
+                    !t->filter(name, t->userdata))
+                        return 0;
+                u = track(t, name, path);
+        }
+        if (set_state(u, active_state, sub_state)) {
+                log_debug("%s: %s (%s)", u->name, u->active_state ?: "?", u->sub_state ?: "?");
+                notify_changed(t);
         }
         return 0;
 }
@@ -303,7 +311,7 @@ static int schedule_retry(UnitTracker *t);
 
 static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
-        const char *name, *active, *path, *job_type;
+        const char *name, *active, *sub, *path, *job_type;
         uint32_t job_id;
         int r;
 
@@ -318,14 +326,14 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
         r = sd_bus_message_enter_container(m, 'a', "(ssssssouso)");
         if (r < 0)
                 return schedule_retry(t);
-        while ((r = sd_bus_message_read(m, "(ssssssouso)", &name, NULL, NULL, &active, NULL, NULL,
+        while ((r = sd_bus_message_read(m, "(ssssssouso)", &name, NULL, NULL, &active, &sub, NULL,
                                         &path, &job_id, &job_type, NULL)) > 0) {
                 TrackedUnit *u;
 
                 if (!t->filter(name, t->userdata))
                         continue;
                 u = track(t, name, path);
-                set_active_state(u, active);
+                (void) set_state(u, active, sub);
                 if (job_id != 0 && job_type_is_start(job_type))
                         u->start_job = job_id;
         }
@@ -350,7 +358,9 @@ static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
         UnitTracker *t = userdata;
         int r;
 
-        if (sd_bus_message_is_method_error(m, NULL)) {
+        /* The manager keeps its subscribers across daemon-reexec: we are still subscribed. */
+        if (sd_bus_message_is_method_error(m, NULL) &&
+            !sd_bus_message_is_method_error(m, "org.freedesktop.systemd1.AlreadySubscribed")) {
                 if (!t->warned_unavailable)
                         log_warning("No systemd manager answers on the bus (%s); keeping the baseline and retrying every %us.",
                                     sd_bus_message_get_error(m)->message, (unsigned) (RETRY_USEC / 1000000));
@@ -406,8 +416,27 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 log_notice("The systemd manager left the bus; keeping the current state until it is back.");
                 return 0;
         }
-        /* A re-executed or newly started manager forgets subscriptions: subscribe again. */
+        /* Back after daemon-reexec (still subscribed) or a real restart (not any more): either
+         * way, subscribe and enumerate afresh. */
+        log_info("The systemd manager is back on the bus; enumerating its units again.");
+        t->manager_reloading = false;
         if (subscribe(t) < 0)
+                return schedule_retry(t);
+        return 0;
+}
+
+static int on_reloading(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitTracker *t = userdata;
+        int active;
+
+        if (sd_bus_message_read(m, "b", &active) < 0)
+                return 0;
+        t->manager_reloading = active;
+        if (active)
+                return 0;
+        /* The signals sent while it re-created its units say little; one enumeration says all. */
+        log_debug("The systemd manager finished reloading; enumerating its units again.");
+        if (list_units(t) < 0)
                 return schedule_retry(t);
         return 0;
 }
@@ -448,7 +477,7 @@ int unit_tracker_start(UnitTracker *t) {
                 const char *path, *interface, *member;
                 sd_bus_message_handler_t handler;
         } manager_signals[] = {
-                { SYSTEMD_PATH, SYSTEMD_MANAGER, "UnitNew", on_unit_new },
+                { SYSTEMD_PATH, SYSTEMD_MANAGER, "Reloading", on_reloading },
                 { SYSTEMD_PATH, SYSTEMD_MANAGER, "UnitRemoved", on_unit_removed },
                 { SYSTEMD_PATH, SYSTEMD_MANAGER, "JobNew", on_job_new },
                 { SYSTEMD_PATH, SYSTEMD_MANAGER, "JobRemoved", on_job_removed },

@@ -16,6 +16,7 @@ typedef struct TrackedUnit {
         char *name;
         char *path;           /* D-Bus object path, NULL until known */
         char *active_state;   /* NULL until known */
+        char *sub_state;      /* NULL until known */
         uint32_t start_job;   /* id of a queued start/restart job, 0 if none */
 } TrackedUnit;
 
@@ -40,7 +41,8 @@ bool unit_tracker_is_ready(const UnitTracker *t);
 /* name -> TrackedUnit* */
 GHashTable *unit_tracker_units(const UnitTracker *t);
 
-/* A start job queued, or activating/active/reloading. */
+/* A start job queued, activating, reloading, or active with processes: a service that has
+ * exited but stays active (RemainAfterExit=yes) does not count. */
 bool tracked_unit_is_wanted(const TrackedUnit *u);
 /* Running already (active/reloading) with no start job: a policy applied now comes too late
  * for the memory it has mapped. */
