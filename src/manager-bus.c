@@ -874,11 +874,27 @@ static int on_event_loop_exit(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-static int on_name_acquired(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        if (sd_bus_message_is_method_error(m, NULL)) {
-                log_error("Cannot own the bus name %s: %s", THPD_BUS_NAME, sd_bus_message_get_error(m)->message);
-                return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), 1);
+/* Synchronous on purpose: a second thpd must learn that it is one before it writes anything,
+ * or two daemons would fight over the same knobs. */
+static int request_name(Manager *m) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        pid_t pid = 0;
+        int r;
+
+        r = sd_bus_request_name(m->bus, THPD_BUS_NAME, 0);
+        if (r == -EEXIST) {
+                if (sd_bus_get_name_creds(m->bus, THPD_BUS_NAME, SD_BUS_CREDS_PID, &creds) >= 0)
+                        (void) sd_bus_creds_get_pid(creds, &pid);
+                if (pid > 0)
+                        log_error("Another thpd (PID %d) owns %s on this bus; exiting without touching any knob.",
+                                  (int) pid, THPD_BUS_NAME);
+                else
+                        log_error("Another process owns %s on this bus; exiting without touching any knob.",
+                                  THPD_BUS_NAME);
+                return r;
         }
+        if (r < 0)
+                return log_error_errno(r, "Cannot own the bus name %s: %s", THPD_BUS_NAME, strerror(-r));
         log_debug("Owning %s.", THPD_BUS_NAME);
         return 0;
 }
@@ -901,10 +917,7 @@ int manager_bus_register(Manager *m) {
         r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %s", THPD_BUS_PATH, strerror(-r));
-        r = sd_bus_request_name_async(m->bus, NULL, THPD_BUS_NAME, 0, on_name_acquired, m);
-        if (r < 0)
-                return log_error_errno(r, "Cannot request %s: %s", THPD_BUS_NAME, strerror(-r));
-        return 0;
+        return request_name(m);
 }
 
 void manager_bus_free(Manager *m) {

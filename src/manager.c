@@ -212,6 +212,24 @@ static int load_settings(Manager *m) {
         return 0;
 }
 
+static bool have_policy(const Manager *m, const char *name) {
+        for (guint i = 0; i < m->policies->len; i++)
+                if (streq(((const Policy *) g_ptr_array_index(m->policies, i))->name, name))
+                        return true;
+        return false;
+}
+
+/* A policy a reload removed is no longer active, whatever its units do. */
+static void forget_removed_policies(Manager *m) {
+        GHashTableIter iter;
+        PolicyRuntime *rt;
+
+        g_hash_table_iter_init(&iter, m->policy_runtime);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
+                if (!have_policy(m, rt->name))
+                        g_hash_table_iter_remove(&iter);
+}
+
 static void load_policies(Manager *m) {
         const char *const *dirs = m->policy_dirs ? (const char *const *) m->policy_dirs : policy_default_dirs;
         g_autoptr(GPtrArray) files = NULL;
@@ -235,6 +253,7 @@ static void load_policies(Manager *m) {
         m->policies = TAKE_PTR(policies);
         g_ptr_array_unref(m->policy_files);
         m->policy_files = TAKE_PTR(files);
+        forget_removed_policies(m);
         log_info("Loaded %u policy file(s).", m->policies->len);
 }
 
@@ -723,12 +742,31 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         return sd_event_exit(m->event, 0);
 }
 
+static const char *bus_kind(const Manager *m) {
+        return m->options.user ? "session" : "system";
+}
+
+/* Without the bus thpd can neither see units start nor answer anyone. Exit non-zero, leaving
+ * the knobs as they are (never looser than what runs) and the baseline record in place: the
+ * unit's Restart= brings thpd back, and the next instance resolves from the recorded baseline. */
+static int on_bus_disconnected(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        log_error("Lost the connection to the %s bus; exiting with the knobs as they are, keeping the baseline record in %s for the next start.",
+                  bus_kind(m), m->runtime_dir);
+        return sd_event_exit(m->event, EXIT_FAILURE);
+}
+
 static int connect_bus(Manager *m) {
         int r;
 
         r = m->options.user ? sd_bus_open_user(&m->bus) : sd_bus_open_system(&m->bus);
         if (r < 0)
-                return log_error_errno(r, "Cannot connect to the %s bus: %s", m->options.user ? "session" : "system", strerror(-r));
+                return log_error_errno(r, "Cannot connect to the %s bus: %s", bus_kind(m), strerror(-r));
+        r = sd_bus_match_signal(m->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
+                                "org.freedesktop.DBus.Local", "Disconnected", on_bus_disconnected, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the bus connection: %s", strerror(-r));
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop: %s", strerror(-r));
@@ -742,6 +780,14 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         load_policies(m);
+
+        /* The bus name first: a second instance must exit before it records or writes anything. */
+        r = connect_bus(m);
+        if (r < 0)
+                return r;
+        r = manager_bus_register(m);
+        if (r < 0)
+                return r;
 
         r = setup_baseline(m);
         if (r < 0)
@@ -760,12 +806,6 @@ int manager_start(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Cannot enable the watchdog: %s", strerror(-r));
 
-        r = connect_bus(m);
-        if (r < 0)
-                return r;
-        r = manager_bus_register(m);
-        if (r < 0)
-                return r;
         r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
         if (r < 0)
                 return r;

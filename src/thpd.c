@@ -145,6 +145,9 @@ static int run(int argc, char *argv[]) {
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* stdout/stderr may be a pipe whose reader is gone (thpd | tee, a dead journald): a failed
+         * log write must never kill thpd before it restores the baseline. */
+        signal(SIGPIPE, SIG_IGN);
 
         r = sd_event_default(&event);
         if (r < 0) {
