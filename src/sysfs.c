@@ -294,11 +294,24 @@ static char *pool_file_path(const char *sysfs_root, uint64_t page_size_kb, int n
         return g_build_filename(sysfs_root, SYSFS_NODE_DIR, node_name, "hugepages", leaf, file, NULL);
 }
 
+int sysfs_parse_pool_number(const char *content, uint64_t *ret) {
+        g_autofree char *number = NULL;
+        size_t len;
+
+        if (!content || !ret)
+                return -EINVAL;
+
+        len = strlen(content);
+        if (len > 0 && content[len - 1] == '\n')
+                len--;
+        number = g_strndup(content, len);
+        return parse_u64(number, ret) < 0 ? -EBADMSG : 0;
+}
+
 static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int node, const char *file,
                             uint64_t *ret) {
         g_autofree char *path = pool_file_path(sysfs_root, page_size_kb, node, file);
         _cleanup_free_ char *content = NULL;
-        size_t len;
         int r;
 
         if (!path)
@@ -307,11 +320,7 @@ static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int n
         r = read_small_file(path, &content);
         if (r < 0)
                 return r;
-
-        len = strlen(content);
-        if (len > 0 && content[len - 1] == '\n')
-                content[len - 1] = '\0';
-        return parse_u64(content, ret) < 0 ? -EBADMSG : 0;
+        return sysfs_parse_pool_number(content, ret);
 }
 
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {

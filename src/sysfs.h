@@ -44,6 +44,11 @@ typedef struct PoolState {
 
 #define POOL_NODE_ANY (-1)
 
+/* Parses what a pool file (nr_hugepages, free_hugepages, ...) holds: a decimal number and at
+ * most one trailing newline. -EBADMSG for anything else. Pure: sysfs_read_pool() reads the file
+ * and calls it. */
+int sysfs_parse_pool_number(const char *content, uint64_t *ret);
+
 /* node is POOL_NODE_ANY for the global pool or a NUMA node number. */
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
 

@@ -463,6 +463,31 @@ START_TEST(test_pool_garbage) {
 }
 END_TEST
 
+/* The pure parser sysfs_read_pool() uses: a number and at most one trailing newline. */
+START_TEST(test_pool_parse) {
+        uint64_t n = 77;
+
+        ck_assert_int_eq(sysfs_parse_pool_number("12\n", &n), 0);
+        ck_assert_uint_eq(n, 12);
+        ck_assert_int_eq(sysfs_parse_pool_number("0", &n), 0);
+        ck_assert_uint_eq(n, 0);
+        ck_assert_int_eq(sysfs_parse_pool_number("18446744073709551615\n", &n), 0);
+        ck_assert_uint_eq(n, UINT64_MAX);
+        n = 77;
+        ck_assert_int_eq(sysfs_parse_pool_number("18446744073709551616\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("12\n\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number(" 12\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("-1\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("+1\n", &n), -EBADMSG);
+        ck_assert_int_eq(sysfs_parse_pool_number("12 pages\n", &n), -EBADMSG);
+        ck_assert_uint_eq(n, 77);
+        ck_assert_int_eq(sysfs_parse_pool_number(NULL, &n), -EINVAL);
+        ck_assert_int_eq(sysfs_parse_pool_number("1", NULL), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_pool_partial_allocation) {
         g_autofree char *written = NULL;
         uint64_t got = 0;
@@ -586,6 +611,7 @@ int main(void) {
         tcase_add_test(tc, test_pool_nodes);
         tcase_add_test(tc, test_pool_read_write);
         tcase_add_test(tc, test_pool_garbage);
+        tcase_add_test(tc, test_pool_parse);
         tcase_add_test(tc, test_pool_partial_allocation);
         tcase_add_test(tc, test_compact_memory);
         tcase_add_test(tc, test_erofs);
