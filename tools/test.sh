@@ -38,4 +38,7 @@ done
 "${vg[@]}" build-test/src/thpd-ctl verify policy/*.conf
 THPD_WRAPPER="${vg[*]}" meson test -C build-test --print-errorlogs integration-daemon
 
+echo "== fuzz: every libFuzzer target for 20 s (tools/fuzz-long.sh runs them longer)"
+tools/fuzz.sh 20
+
 echo "All tests passed."
