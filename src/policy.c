@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <ini.h>
+#include <unistd.h>
 
 #include "policy.h"
 #include "util.h"
@@ -554,9 +556,16 @@ finish:
 
 int policy_load(const char *path, Diagnostics *diag, Policy **ret) {
         _cleanup_fclose_ FILE *f = NULL;
-        int r;
+        int fd, r;
 
-        f = fopen(path, "re");
+        /* O_NONBLOCK: a FIFO swapped in after the directory scan checked the file must not hang
+         * the daemon (it reads as empty); nothing changes for a regular file. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0 && !(f = fdopen(fd, "r"))) {
+                r = errno;
+                (void) close(fd);
+                errno = r;
+        }
         if (!f) {
                 r = -errno;
                 diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot open: %s", g_strerror(-r));

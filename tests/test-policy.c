@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
+
 #include "policy.h"
 #include "test-util.h"
 #include "util.h"
@@ -186,6 +188,25 @@ START_TEST(test_missing_file) {
         ck_assert_ptr_null(p);
         ck_assert_uint_eq(d.n_errors, 1);
         diagnostics_clear(&d);
+}
+END_TEST
+
+/* A FIFO in place of a policy (swapped in after the directory scan) reads as empty at once:
+ * without O_NONBLOCK the open() would wait for a writer forever. */
+START_TEST(test_fifo) {
+        g_autofree char *dir = test_mkdtemp();
+        g_autofree char *path = g_build_filename(dir, "fifo.conf", NULL);
+        Policy *p = NULL;
+        Diagnostics d;
+
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        ck_assert_uint_eq(d.n_errors, 1);
+        ck_assert_str_eq(((Diagnostic *) g_ptr_array_index(d.items, 0))->file, path);
+        diagnostics_clear(&d);
+        test_rm_rf(dir);
 }
 END_TEST
 
@@ -651,6 +672,7 @@ int main(void) {
         tcase_add_test(tc, test_knob_only_has_no_pool);
         tcase_add_test(tc, test_empty_file);
         tcase_add_test(tc, test_missing_file);
+        tcase_add_test(tc, test_fifo);
         tcase_add_test(tc, test_binary_garbage);
         tcase_add_test(tc, test_nul_in_good_file);
         tcase_add_test(tc, test_long_lines);
