@@ -45,6 +45,9 @@ typedef enum ContinuationTarget {
         CONTINUE_REJECT,
 } ContinuationTarget;
 
+/* Errors reported for one file before the parser gives up on it. */
+#define POLICY_ERRORS_MAX 50U
+
 typedef struct Parser {
         FILE *f;
         const char *path;
@@ -53,7 +56,8 @@ typedef struct Parser {
         /* Reader state */
         unsigned line;
         uint64_t n_bytes;
-        bool stop;     /* binary data or a read error: the rest of the file is not read */
+        bool stop;     /* binary data, a read error or too many errors: the rest is not read */
+        unsigned errors_before; /* diag->n_errors when this file started */
 
         /* Our mirror of inih's state, to classify lines as it does */
         bool have_prev_key;
@@ -198,6 +202,14 @@ static char *policy_reader(char *str, int num, void *stream) {
 
         if (p->stop)
                 return NULL;
+
+        /* A file that is not a policy (a log, a 100 MB dump) would otherwise log one error per
+         * line at every reload. */
+        if (p->diag->n_errors - p->errors_before >= POLICY_ERRORS_MAX) {
+                error_at(p, p->line, "too many errors (%u): the rest of the file is not read", POLICY_ERRORS_MAX);
+                p->stop = true;
+                return NULL;
+        }
 
         while ((c = getc(p->f)) != EOF) {
                 p->n_bytes++;
@@ -523,6 +535,7 @@ int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret
                 .units = g_ptr_array_new_with_free_func(g_free),
         };
         errors_before = diag->n_errors;
+        p.errors_before = errors_before;
 
         r = ini_parse_stream(policy_reader, &p, policy_handler, &p);
         if (r == -2) {

@@ -210,6 +210,31 @@ START_TEST(test_fifo) {
 }
 END_TEST
 
+/* A big file that is no policy: 50 errors and one saying the rest is not read, not one per
+ * line (thousands at every reload). */
+START_TEST(test_error_limit) {
+        g_autofree char *dir = test_mkdtemp();
+        g_autofree char *path = g_build_filename(dir, "big.conf", NULL);
+        g_autoptr(GString) text = g_string_new("[Policy]\nUnits=a.service\n");
+        const Diagnostic *last;
+        Policy *p = NULL;
+        Diagnostics d;
+
+        for (unsigned i = 0; i < 5000; i++)
+                g_string_append_printf(text, "no equals sign on line %u\n", i + 3);
+        test_write_file(dir, "big.conf", text->str);
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        ck_assert_uint_eq(d.n_errors, 51);
+        last = g_ptr_array_index(d.items, d.items->len - 1);
+        ck_assert_ptr_nonnull(strstr(last->message, "too many errors"));
+        ck_assert_uint_eq(last->line, 52);
+        diagnostics_clear(&d);
+        test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_binary_garbage) {
         /* Random bytes with a fixed seed, so a failure can be reproduced. The diagnostic must
          * name the line that holds the first byte no text file has. */
@@ -673,6 +698,7 @@ int main(void) {
         tcase_add_test(tc, test_empty_file);
         tcase_add_test(tc, test_missing_file);
         tcase_add_test(tc, test_fifo);
+        tcase_add_test(tc, test_error_limit);
         tcase_add_test(tc, test_binary_garbage);
         tcase_add_test(tc, test_nul_in_good_file);
         tcase_add_test(tc, test_long_lines);
