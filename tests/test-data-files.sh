@@ -146,10 +146,11 @@ if grep -q '@[a-z]*@' "$unit"; then
 fi
 
 if command -v systemd-analyze >/dev/null; then
-        # verify insists that ExecStart= exists, and the daemon need not be installed or built.
+        # verify insists that ExecStart= and ExecReload= exist, and thpd need not be installed.
         printf '#!/bin/sh\n' > "$tmp/thpd"
         chmod +x "$tmp/thpd"
-        sed "s|^ExecStart=.*/thpd$|ExecStart=$tmp/thpd|" "$unit" > "$tmp/thpd.service"
+        sed -e "s|^ExecStart=.*/thpd$|ExecStart=$tmp/thpd|" \
+            -e "s|^ExecReload=.*/thpd-ctl reload$|ExecReload=$tmp/thpd reload|" "$unit" > "$tmp/thpd.service"
         if systemd-analyze verify --man=no "$tmp/thpd.service"; then
                 ok "systemd-analyze verify thpd.service"
         else
