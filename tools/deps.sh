@@ -10,8 +10,8 @@ packages=(
         dbus-daemon dbus-bin systemd util-linux python3 python3-dbus python3-gi
         # data file, unit and man page checks; leak checks
         libxml2-utils man-db groff-base valgrind bash-completion
-        # fuzzing: clang with libFuzzer and the sanitizer runtimes
-        clang libclang-rt-14-dev
+        # fuzzing: clang with libFuzzer and the sanitizer runtimes; a FUSE pool for the faults suite
+        clang libclang-rt-14-dev python3-fusepy
 )
 
 missing=()

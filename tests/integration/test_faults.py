@@ -27,7 +27,7 @@ import unittest
 from pathlib import Path
 
 import thpdtest
-from thpdtest import ThpdTestCase, wait_until
+from thpdtest import STOP_TIMEOUT, ThpdTestCase, wait_until
 
 APP = 'fault-app.service'
 APP_POLICY = f"""\
@@ -212,6 +212,77 @@ class FaultsTest(ThpdTestCase):
         self.wait_knobs(enabled='madvise')
         self.ping(thpd)
         self.stop_and_check_baseline(thpd, {'enabled': 'madvise'})
+
+    # ---- a hugetlb pool the kernel cannot fill ----
+
+    def start_stingy_pool(self, cap):
+        """Mounts fake_hugetlb_fuse.py over the 2 MiB pool directory; returns (cap file, write
+        log). The kernel side of the pool: writes succeed but allocate at most cap pages."""
+        try:
+            import fusepy  # noqa: F401  (only to know whether the FUSE stand-in can run)
+        except ImportError:
+            self.skipTest('python3-fusepy is not installed')
+        if not os.path.exists('/dev/fuse'):
+            self.skipTest('no /dev/fuse')
+        cap_file = self.tmp / 'pool-cap'
+        cap_file.write_text(f'{cap}\n')
+        write_log = self.tmp / 'pool-writes'
+        write_log.write_text('')
+        mountpoint = self.kernel.pool_path().parent
+        fuse_log = self.tmp / 'fuse.log'
+        # Its output goes to a file: a pipe nobody reads would fill up and stall every access.
+        with open(fuse_log, 'wb') as log:
+            fuse = subprocess.Popen(['/usr/bin/python3', '-B', str(Path(__file__).with_name('fake_hugetlb_fuse.py')),
+                                     str(mountpoint), str(cap_file), str(write_log)],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+        def unmount():
+            subprocess.run(['umount', '--lazy', str(mountpoint)], capture_output=True, check=False)
+            try:
+                fuse.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                fuse.kill()
+                fuse.wait()
+        self.addCleanup(unmount)
+        wait_until(lambda: os.path.ismount(mountpoint) or fuse.poll() is not None, LONG_TIMEOUT,
+                   f'the FUSE pool on {mountpoint}')
+        if fuse.poll() is not None:
+            self.skipTest(f'the FUSE stand-in could not mount: {fuse_log.read_text().strip()}')
+        self.assertEqual(self.kernel.read_pool(), 0)
+        return cap_file, write_log
+
+    def test_pool_shortfall(self):
+        """The kernel gives 7 of 16 pages: thpd compacts, retries, reports the shortfall on
+        D-Bus and in its log, and gets the rest once memory is free."""
+        cap_file, write_log = self.start_stingy_pool(cap=7)
+        compact = self.kernel.procfs / 'sys/vm/compact_memory'
+        self.write_config('PoolGracePeriod=0\nPoolAllocRetries=3\n')
+        self.write_policy('pool.conf', '[Policy]\nUnits=pool-app.service\n[HugeTLB]\nPages=16\n')
+        self.add_barrier_policy()
+        thpd = self.start_thpd()
+
+        self.start_unit('pool-app.service')
+        thpd.wait_log(r'hugetlb 2M pool: 0 -> 7 pages, 9 short of 16 after 4 attempt\(s\) and 3 compaction\(s\) '
+                      r'\(\S*/pool\.conf for pool-app\.service\)')
+        self.wait_pool(7)
+        self.assertEqual(write_log.read_text().split()[:4], ['16'] * 4)
+        self.assertEqual(compact.read_text(), '1')
+        pools = self.stack.run('busctl', '--user', 'get-property', 'org.thpd1', '/org/thpd1', 'org.thpd1.Manager',
+                               'HugeTLBPools').stdout
+        self.assertIn('"7 of 16 pages after 4 attempt(s)"', pools)
+
+        # Every apply tries again (any unit event of a policy); once memory is free, one gets the
+        # whole pool.
+        cap_file.write_text('64\n')
+        self.barrier()
+        self.wait_pool(16)
+        pools = self.stack.run('busctl', '--user', 'get-property', 'org.thpd1', '/org/thpd1', 'org.thpd1.Manager',
+                               'HugeTLBPools').stdout
+        self.assertNotIn('pages after', pools)
+
+        self.stop_unit('pool-app.service')
+        self.wait_pool(0)
+        self.assertEqual(self.stop_and_check_baseline(thpd), 0)
 
     # ---- the runtime directory ----
 
