@@ -23,6 +23,7 @@
  * fuzzer's, as a malicious client's would be. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <poll.h>
@@ -391,6 +392,18 @@ static void make_tree(void) {
         write_file("thpd.conf", "[Daemon]\nPoolGracePeriod=0\n");
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) remove(path);
+        return 0;
+}
+
+/* libFuzzer ends with exit(): the scratch tree goes then. The Manager is left running, as a
+ * crash would leave it; it writes nothing once the event loop stops. */
+static void remove_tree(void) {
+        if (F.root)
+                (void) nftw(F.root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         char buf[64];
 
@@ -412,6 +425,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         if (!F.root)
                 abort();
         make_tree();
+        atexit(remove_tree);
 
         socket_path = g_build_filename(F.root, "bus", NULL);
         if (strlen(socket_path) >= sizeof sa.sun_path)
