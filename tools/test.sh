@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds with
 # -Werror, runs every test (unit, integration on a private bus with a real systemd --user
-# manager, and the real-kernel tests when /sys is writable), then again under ASan/UBSan, and
+# manager, and the real-kernel tests when /sys is writable), the system layer (the .deb in booted
+# systemd-nspawn containers, tools/system-test.sh), then again under ASan/UBSan, and
 # the unit tests and the daemon once more under valgrind. Run as root for the integration and
 # real-kernel layers; they are skipped, visibly, otherwise.
 set -euo pipefail
@@ -20,6 +21,16 @@ run_suite() {
 
 echo "== build with -Werror and run every test"
 run_suite build-test
+
+echo "== the system layer: thpd's .deb under a booted systemd with Debian's Redis and PostgreSQL"
+# Exits 77 with the reason when it cannot run here (not root, no nspawn boot).
+rc=0
+tools/system-test.sh -v || rc=$?
+if [ "$rc" -eq 77 ]; then
+        echo "system layer skipped (reason above)"
+elif [ "$rc" -ne 0 ]; then
+        exit "$rc"
+fi
 
 echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -1,0 +1,803 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The system layer: thpd's .deb under a real PID-1 systemd, with Debian's redis-server and
+postgresql, in booted systemd-nspawn containers that write the host's real THP and hugetlb files.
+
+Each test boots a fresh copy of the cached rootfs (container.py), installs thpd with
+"apt install ./thpd_*.deb" and drives real units. Knob values are read on the host (the container
+writes the host's /sys/kernel/mm through --bind), thpd-ctl runs inside, and the journal is read
+inside with cursors, so every assertion is about what happened after a given point. After every
+container stops, the host's knobs must be exactly what they were before the run; they are put back
+(and the test fails) otherwise. main() records every knob first and restores it at the end, also
+on an error or SIGTERM.
+
+Environment: THPD_DEB (the package to test; required), THPD_SYSTEM_DIR (the cache and work
+directory, default build-system/ in the source tree). Run as root:
+    THPD_DEB=/tmp/x/thpd_0.1.0_amd64.deb python3 -B tests/system/test_system.py -v [TEST...]
+tools/system-test.sh builds the package and does this.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from container import (Container, HostKnobs, CommandFailed, ensure_rootfs, knob_value, log,  # noqa: E402
+                       wait_until)
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+WORKDIR = Path(os.environ.get('THPD_SYSTEM_DIR', SOURCE_ROOT / 'build-system')).resolve()
+DEB = os.environ.get('THPD_DEB')
+
+HOST = HostKnobs()
+ENABLED = 'transparent_hugepage/enabled'
+DEFRAG = 'transparent_hugepage/defrag'
+POOL_2M = 'hugepages/hugepages-2048kB/nr_hugepages'
+FREE_2M = Path('/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages')
+
+# Filled by main(): the host's knobs before anything ran, and the cached rootfs.
+BASELINE = {}
+ROOTFS = None
+LIVE = []
+
+# Generous deadlines: the machine is shared and may be busy with a build.
+DEADLINE = 60.0
+# Grace period for hugetlb pools in the PostgreSQL scenario (thpd.conf PoolGracePeriod=).
+POOL_GRACE = 5
+# The idle window after "disable --now redis-server" (issue 9): the one counted window.
+IDLE_WINDOW = 10.0
+IDLE_MAX_SWITCHES = 3
+
+RECORD_DIR = '/var/lib/thpd-system-test'
+
+
+def host(rel):
+    return HOST.read(rel)
+
+
+def base(rel):
+    return BASELINE[rel]
+
+
+class KnobWatch:
+    """Reads host knobs every few milliseconds in a thread while a block runs and keeps every
+    value that is not the wanted one. It can only find violations (a short one may slip between
+    two reads); the journal assertions next to it are the exact check."""
+
+    def __init__(self, wanted, interval=0.005):
+        self.wanted = dict(wanted)
+        self.interval = interval
+        self.seen = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            for rel, value in self.wanted.items():
+                with contextlib.suppress(OSError):
+                    now = host(rel)
+                    if now != value and (rel, now) not in self.seen:
+                        self.seen.append((rel, now))
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def known_defect(reason):
+    """Marks a test that shows a defect not fixed yet: it runs, its failure is reported as an
+    expected failure with the reason, and once it passes unittest reports an "unexpected
+    success", which fails the run: then remove the marker."""
+    def mark(test):
+        test.__doc__ = (test.__doc__ or '') + f'\n\nKnown defect: {reason}'
+        return unittest.expectedFailure(test)
+    return mark
+
+
+class SystemTest(unittest.TestCase):
+    maxDiff = None
+
+    # -- containers
+
+    def boot(self, bind_mm=True):
+        name = 'thpd-' + self._testMethodName.replace('test_', '').replace('_', '-')[:40]
+        container = Container(ROOTFS, WORKDIR / 'run', name, bind_mm=bind_mm)
+        LIVE.append(container)
+        self.addCleanup(self._shutdown, container)
+        container.start()
+        log(f'{name}: booted in {container.boot_seconds:.1f} s')
+        return container
+
+    def _shutdown(self, container):
+        if container.leader:
+            with contextlib.suppress(Exception):
+                journal = container.run('journalctl', '--no-pager', '-o', 'short-precise', check=False).stdout
+                logs = WORKDIR / 'logs'
+                logs.mkdir(exist_ok=True)
+                (logs / f'{container.name}.journal').write_text(journal)
+        start = time.monotonic()
+        container.stop()
+        log(f'{container.name}: stopped in {time.monotonic() - start:.1f} s')
+        LIVE.remove(container)
+        container.remove()
+        diff = HOST.diff(BASELINE)
+        if diff:
+            HOST.restore(BASELINE)
+            self.fail(f'the host\'s knobs were not back at their values after the container '
+                      f'stopped (restored now): {diff}')
+
+    def install_thpd(self, c, config=None):
+        """apt install ./thpd_*.deb, as a user would; config: a thpd.conf.d drop-in written first."""
+        if config:
+            c.write('/etc/thpd/thpd.conf.d/50-system-test.conf', config)
+        self.copy_deb(c, DEB)
+        out = c.run('apt', 'install', '-y', '-q',
+                    f'/opt/thpd-system-test/{Path(DEB).name}').stdout
+        self.assertIn('Setting up thpd', out)
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+
+    def copy_deb(self, c, deb):
+        # Not /root (0700): apt's _apt user must read it. Not /tmp: a tmpfs inside.
+        target = c.path('/opt/thpd-system-test')
+        target.mkdir(parents=True, exist_ok=True)
+        target.chmod(0o755)
+        shutil.copy(deb, target)
+
+    def apt_install(self, c, *packages):
+        return c.run('apt-get', 'install', '-y', '-q', '--no-download', '--no-install-recommends',
+                     *packages).stdout
+
+    def record_dropin(self, c, unit, files):
+        """A drop-in that appends the given knob files' values to RECORD_DIR/UNIT, from an
+        ExecStartPre= that runs after every other one (the file name sorts last), i.e. right
+        before the main process. "+": outside the service's sandbox, as root."""
+        reads = ' '.join(f'$$(cat {f})' for f in files)
+        c.write(f'/etc/systemd/system/{unit}.d/zz-system-test-record.conf',
+                f"[Service]\nExecStartPre=+/bin/sh -c 'mkdir -p {RECORD_DIR} && "
+                f"echo \"{reads}\" >> {RECORD_DIR}/%n'\n")
+        c.run('systemctl', 'daemon-reload')
+
+    def records(self, c, unit):
+        """One list of values per start of unit, as the record drop-in saw them."""
+        proc = c.run('cat', f'{RECORD_DIR}/{unit}', check=False)
+        return [[knob_value(word) for word in re.findall(r'\S*\[\S+\]\S*|\S+', line)
+                 if '[' in word or word.isdigit()] for line in proc.stdout.splitlines()]
+
+    # -- thpd
+
+    def ctl(self, c, *args, user=None, check=True):
+        return c.run('thpd-ctl', *args, user=user, check=check)
+
+    def show(self, c):
+        out = self.ctl(c, 'show').stdout
+        return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+
+    def wait_host(self, timeout=DEADLINE, **wanted):
+        """Waits until the host's knobs have the wanted values (keys: enabled, defrag, pool)."""
+        files = {'enabled': ENABLED, 'defrag': DEFRAG, 'pool': POOL_2M}
+        want = {files[k]: str(v) for k, v in wanted.items()}
+        wait_until(lambda: all(host(f) == v for f, v in want.items()), timeout,
+                   lambda: f'host knobs {want}; they are {({f: host(f) for f in want})}')
+
+    def wait_state(self, c, unit, state, timeout=DEADLINE):
+        def reached():
+            now = c.unit_state(unit)
+            if now[0] == 'failed' and state[0] != 'failed':
+                raise AssertionError(f'{unit} failed:\n' + c.run('journalctl', '--no-pager', '-n', '30', '-u', unit).stdout)
+            return now == state
+        wait_until(reached, timeout, lambda: f'{unit} to be {state}; it is {c.unit_state(unit)}')
+
+    def wait_journal(self, c, pattern, after, unit='thpd.service', timeout=DEADLINE):
+        """Waits for a journal line matching the regular expression; returns the match."""
+        regex = re.compile(pattern, re.M)
+        return wait_until(lambda: regex.search(c.journal(after=after, unit=unit)), timeout,
+                          lambda: f'/{pattern}/ in the journal of {unit}; it has:\n'
+                                  + c.journal(after=after, unit=unit)[-3000:])
+
+    def assert_no_loosening(self, c, after, knobs=('enabled', 'defrag')):
+        """thpd's journal since the cursor has no line moving these knobs away from never."""
+        journal = c.journal(after=after, unit='thpd.service')
+        changes = [line for line in journal.splitlines()
+                   if re.match(rf'({"|".join(knobs)}): never -> ', line)]
+        self.assertEqual(changes, [], 'thpd loosened a knob while Redis ran; its journal:\n' + journal)
+
+    def thpd_pid(self, c):
+        return c.main_pid('thpd.service')
+
+    def redis_up(self, c):
+        """Installs Debian's redis-server with the record drop-in; waits for never/never."""
+        self.record_dropin(c, 'redis-server.service', [f'/sys/kernel/mm/{ENABLED}', f'/sys/kernel/mm/{DEFRAG}'])
+        self.apt_install(c, 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        self.wait_host(enabled='never', defrag='never')
+
+    def assert_follows_redis(self, c):
+        """thpd still follows units: a stop brings the baseline back, a start never/never."""
+        cursor = c.cursor()
+        c.run('systemctl', 'stop', 'redis-server')
+        self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
+        c.run('systemctl', 'start', 'redis-server')
+        self.wait_host(enabled='never', defrag='never')
+        self.assertEqual(self.records(c, 'redis-server.service')[-1], ['never', 'never'])
+        if base(ENABLED) != 'never':
+            self.wait_journal(c, rf'^enabled: never -> {re.escape(base(ENABLED))} \(baseline', cursor)
+            self.wait_journal(c, rf'^enabled: {re.escape(base(ENABLED))} -> never \(.*redis\.conf '
+                                 r'for redis-server\.service\)', cursor)
+
+    # -- the scenarios
+
+    def test_1_package(self):
+        """The package installs; thpd.service is Type=notify, active under PID 1, owns org.thpd1
+        with the shipped bus policy; systemd-analyze security rates the shipped unit."""
+        c = self.boot()
+        cursor = c.cursor()
+        self.install_thpd(c)
+        self.assertEqual(c.unit_property('thpd.service', 'Type'), 'notify')
+        self.assertEqual(c.unit_property('thpd.service', 'UnitFileState'), 'enabled')
+        pid = self.thpd_pid(c)
+        ppid = int(re.search(r'^PPid:\s+(\d+)', c.read(f'/proc/{pid}/status'), re.M).group(1))
+        self.assertEqual(ppid, 1, 'thpd runs as a child of PID 1')
+        owner = c.run('busctl', '--system', 'call', 'org.freedesktop.DBus', '/org/freedesktop/DBus',
+                      'org.freedesktop.DBus', 'GetConnectionUnixProcessID', 's', 'org.thpd1').stdout
+        self.assertEqual(owner.split(), ['u', str(pid)])
+        self.assertEqual(c.read('/usr/share/dbus-1/system.d/org.thpd1.conf'),
+                         (SOURCE_ROOT / 'data' / 'org.thpd1.conf').read_text())
+        # The bus policy: nobody but root may own the name.
+        c.run('useradd', '--system', 'thpdtest-nobody')
+        denied = c.run('dbus-send', '--system', '--print-reply', '--dest=org.freedesktop.DBus',
+                       '/org/freedesktop/DBus', 'org.freedesktop.DBus.RequestName',
+                       'string:org.thpd1', 'uint32:0', user='thpdtest-nobody', check=False)
+        self.assertNotEqual(denied.returncode, 0)
+        self.assertIn('AccessDenied', denied.stderr)
+
+        journal = c.journal(after=cursor, unit='thpd.service')
+        self.assertIn('thpd 0.1.0 starting (sysfs /sys, runtime /run/thpd, system bus)', journal)
+        self.assertRegex(journal, r'Loaded \d+ policy file\(s\)')
+        self.assertRegex(journal, r'Following the systemd manager: 0 unit\(s\) match a policy')
+        # (A fresh boot: the whole journal is this test's. No --after-cursor with matches: see
+        # Container.journal_entries.)
+        errors = c.run('journalctl', '--no-pager', '-o', 'cat', '-p', 'warning',
+                       '_SYSTEMD_UNIT=thpd.service', '_COMM=thpd').stdout
+        self.assertEqual(errors.strip(), '', 'thpd logged warnings or errors')
+
+        # Nothing runs that has a policy: every knob is the host's own value, and says so.
+        self.assertEqual(HOST.diff(BASELINE), {})
+        show = self.show(c)
+        self.assertEqual(show['Knobs.enabled.Applied'], base(ENABLED))
+        self.assertEqual(show['Knobs.enabled.Source'], 'baseline')
+        self.assertEqual(show['ActivePolicies'], '')
+        status = self.ctl(c, 'status').stdout
+        self.assertIn('Policies: none active', status)
+        self.assertIn('/org/thpd1', c.run('busctl', '--system', 'tree', 'org.thpd1').stdout)
+        # systemctl reload (ExecReload=) works on a system without procps' /bin/kill.
+        cursor = c.cursor()
+        c.run('systemctl', 'reload', 'thpd')
+        self.wait_journal(c, r'^Reloading policies and settings\.$', cursor)
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+        self.assertEqual(self.thpd_pid(c), pid)
+
+        security = c.run('systemd-analyze', 'security', '--no-pager', 'thpd.service').stdout
+        match = re.search(r'Overall exposure level for thpd\.service: ([\d.]+) (\w+)', security)
+        self.assertIsNotNone(match, security[-2000:])
+        log(f'systemd-analyze security thpd.service (as shipped, under PID 1): {match.group(1)} {match.group(2)}')
+        self.assertLessEqual(float(match.group(1)), 1.0)
+
+    def test_2_redis(self):
+        """Debian's redis-server: its main process starts under never/never (recorded from
+        inside its unit, after the shipped await drop-in), explain names redis.conf, a stop
+        restores the baseline, and after "disable --now" thpd is idle."""
+        c = self.boot()
+        self.install_thpd(c)
+        cursor = c.cursor()
+        self.redis_up(c)
+        self.assertEqual(self.records(c, 'redis-server.service'), [['never', 'never']],
+                         'the knobs right before Redis\'s main process started')
+        # The shipped drop-in ran (a '-' command that fails is easy to miss) and succeeded,
+        # before the record.
+        pre = c.unit_property('redis-server.service', 'ExecStartPre')
+        entries = re.findall(r'\{ path=(\S+) ; .*? code=(\S+) ; status=(\S+) \}', pre)
+        self.assertEqual([(path, code, status.split('/')[0]) for path, code, status in entries],
+                         [('/usr/bin/thpd-ctl', 'exited', '0'), ('/bin/sh', 'exited', '0')], pre)
+        self.assertEqual(c.unit_property('redis-server.service', 'ExecPaths').split(),
+                         ['/usr/bin/redis-server', '/usr/lib', '/lib', '/usr/bin/thpd-ctl'])
+        if base(ENABLED) != 'never':
+            self.wait_journal(c, rf'^enabled: {re.escape(base(ENABLED))} -> never '
+                                 r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
+        if base(DEFRAG) != 'never':
+            self.wait_journal(c, rf'^defrag: {re.escape(base(DEFRAG))} -> never '
+                                 r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
+        explain = self.ctl(c, 'explain', 'enabled').stdout
+        self.assertIn('enabled = never, from redis.conf for redis-server.service', explain)
+        self.assertIn(f'{base(ENABLED)}  baseline', explain)
+        status = self.ctl(c, 'status').stdout
+        self.assertIn('Policies: redis.conf (redis-server.service)', status)
+        show = self.show(c)
+        self.assertEqual(show['Knobs.defrag.Policy'], 'redis.conf')
+        self.assertEqual(show['ActivePolicies.redis.conf.Units'], 'redis-server.service')
+        self.assertEqual(show['NeedsRestart'], '', 'Redis started under its policy; no restart is needed')
+
+        cursor = c.cursor()
+        c.run('systemctl', 'stop', 'redis-server')
+        self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
+        self.assertEqual(HOST.diff(BASELINE), {})
+        self.assertIn('Policies: none active', self.ctl(c, 'status').stdout)
+        if base(ENABLED) != 'never':
+            self.wait_journal(c, rf'^enabled: never -> {re.escape(base(ENABLED))} \(baseline, no policy votes\)$', cursor)
+
+        c.run('systemctl', 'start', 'redis-server')
+        self.wait_host(enabled='never', defrag='never')
+        self.assertEqual(self.records(c, 'redis-server.service')[-1], ['never', 'never'])
+
+        # disable --now: the unit stops and, unreferenced, is garbage-collected by PID 1. This
+        # is what made thpd and PID 1 ping-pong 40,000 times per 10 s (issue 9).
+        c.run('systemctl', 'disable', '--now', 'redis-server')
+        self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
+        wait_until(lambda: c.unit_property('redis-server.service', 'LoadState') in ('not-found', 'loaded')
+                   and c.unit_state('redis-server.service')[0] == 'inactive', DEADLINE, 'redis-server to stop')
+        pid = self.thpd_pid(c)
+        before, pid1_before = c.context_switches(pid), c.context_switches(1)
+        time.sleep(IDLE_WINDOW)
+        switches, pid1 = c.context_switches(pid) - before, c.context_switches(1) - pid1_before
+        log(f'idle after disable --now: thpd {switches} context switches in {IDLE_WINDOW:g} s '
+            f'(PID 1 inside: {pid1}, includes the nsenter calls that count)')
+        self.assertLessEqual(switches, IDLE_MAX_SWITCHES,
+                             f'thpd is not idle after disable --now redis-server: {switches} context '
+                             f'switches in {IDLE_WINDOW:g} s')
+        self.assertEqual(self.thpd_pid(c), pid)
+        self.assertEqual(HOST.diff(BASELINE), {})
+
+    def test_3_postgresql(self):
+        """Debian's postgresql: the cluster gets THP off and its 2 MiB pool; a restart keeps the
+        pool; a stop releases it after the grace period and THP returns to the baseline. The
+        umbrella postgresql.service ("active (exited)") holds nothing."""
+        if not (Path('/sys/kernel/mm') / POOL_2M).exists():
+            self.skipTest('this kernel has no 2 MiB hugetlb pool')
+        c = self.boot()
+        self.install_thpd(c, config=f'[Daemon]\nPoolGracePeriod={POOL_GRACE}s\n')
+        pages = int(re.search(r'^Pages=(\d+)$', c.read('/usr/lib/thpd/policy.d/postgresql.conf'), re.M).group(1))
+        pool = int(base(POOL_2M)) + pages
+        # Debian's postgresql@.service ships no await drop-in (only Redis's does): start it the
+        # way an admin who wants the guarantee would, then record what the server starts with.
+        c.write('/etc/systemd/system/postgresql@.service.d/thpd-await.conf',
+                '[Service]\nExecStartPre=-/usr/bin/thpd-ctl await %n\n')
+        self.record_dropin(c, 'postgresql@.service', [f'/sys/kernel/mm/{ENABLED}', f'/sys/kernel/mm/{POOL_2M}'])
+        cursor = c.cursor()
+        self.apt_install(c, 'postgresql')
+        version, cluster = c.run('pg_lsclusters', '-h').stdout.split()[:2]
+        unit = f'postgresql@{version}-{cluster}.service'
+        self.wait_state(c, unit, ('active', 'running'))
+        self.wait_host(enabled='never', pool=pool)
+        self.assertEqual(self.records(c, unit), [['never', str(pool)]],
+                         'THP and the pool right before the cluster started')
+        self.wait_journal(c, rf'^hugetlb 2M pool: {base(POOL_2M)} -> {pool} pages '
+                             r'\(/usr/lib/thpd/policy\.d/postgresql\.conf for postgresql', cursor)
+        # PostgreSQL (huge_pages=try) really maps the pool.
+        wait_until(lambda: int(FREE_2M.read_text()) < pool, DEADLINE, 'PostgreSQL to use the pool')
+        self.assertEqual(c.unit_state('postgresql.service'), ('active', 'exited'))
+        show = self.show(c)
+        self.assertEqual(show['ActivePolicies'], 'postgresql.conf')
+        self.assertEqual(show['ActivePolicies.postgresql.conf.Units'], unit)
+        self.assertEqual(show['HugeTLBPools.2048kB.Target'], str(pool))
+        self.assertEqual(show['HugeTLBPools.2048kB.Allocated'], str(pool))
+        self.assertNotIn('postgresql.service', show['NeedsRestart'])
+        self.assertIn(f'Policies: postgresql.conf ({unit})', self.ctl(c, 'status').stdout)
+
+        # A restart keeps the pool, also past the grace period. (THP "enabled" is not watched
+        # here: thpd sometimes drops the policy for a few milliseconds when the unit enters
+        # "deactivating" although its restart job is queued, a race reported to the lead; a
+        # test of it could not fail every time.)
+        cursor = c.cursor()
+        with KnobWatch({POOL_2M: str(pool)}) as watch:
+            c.run('systemctl', 'restart', unit)
+            self.wait_state(c, unit, ('active', 'running'))
+            time.sleep(POOL_GRACE + 2)
+        self.assertEqual(watch.seen, [], 'the pool changed during the restart')
+        self.assertEqual(self.records(c, unit)[-1], ['never', str(pool)])
+        journal = c.journal(after=cursor, unit='thpd.service')
+        self.assertNotRegex(journal, r'hugetlb 2M pool')
+        self.assertEqual(host(POOL_2M), str(pool))
+        self.assertEqual(host(ENABLED), 'never')
+
+        # A stop: THP back at once, the pool after the grace period.
+        cursor = c.cursor()
+        c.run('systemctl', 'stop', unit)
+        self.wait_host(pool=base(POOL_2M), enabled=base(ENABLED), timeout=POOL_GRACE + DEADLINE)
+        entries = c.journal_entries(after=cursor, unit='thpd.service')
+        stopped = [t for t, m in entries if m.startswith('enabled: never -> ')]
+        released = [t for t, m in entries if m.startswith(f'hugetlb 2M pool: {pool} -> {base(POOL_2M)} pages')]
+        self.assertEqual(len(released), 1, entries)
+        if base(ENABLED) != 'never':
+            self.assertEqual(len(stopped), 1, entries)
+            self.assertGreaterEqual(released[0] - stopped[0], POOL_GRACE - 0.5,
+                                    f'the pool was released {released[0] - stopped[0]:.2f} s after the stop')
+        log(f'pool released {released[0] - (stopped or [released[0]])[0]:.2f} s after the stop '
+            f'(PoolGracePeriod={POOL_GRACE}s)')
+        self.assertEqual(c.unit_state('postgresql.service'), ('active', 'exited'))
+        show = self.show(c)
+        self.assertEqual(show['ActivePolicies'], '')
+        self.assertEqual(show['HugeTLBPools.2048kB.Target'], base(POOL_2M))
+        self.assertEqual(show['NeedsRestart'], '')
+        self.assertEqual(HOST.diff(BASELINE), {})
+
+    def test_4_polkit(self):
+        """polkit for real: an unprivileged user reads everything and is refused every change;
+        root may change; a rule granting org.thpd1.manage to a group lets its member change."""
+        c = self.boot()
+        self.install_thpd(c)
+        c.run('groupadd', 'thpdadmins')
+        c.run('useradd', '--create-home', 'alice')
+        c.run('useradd', '--create-home', '--groups', 'thpdadmins', 'bob')
+        wanted = 'never' if base(DEFRAG) != 'never' else 'always'
+
+        for user in ('alice', 'bob'):
+            status = self.ctl(c, 'status', user=user).stdout
+            self.assertIn('Policies: none active', status)
+            self.assertIn('Knobs.enabled.Applied=', self.ctl(c, 'show', user=user).stdout)
+            self.assertIn('redis.conf', self.ctl(c, 'list', user=user).stdout)
+            self.assertIn('enabled = ', self.ctl(c, 'explain', user=user).stdout)
+            self.assertIn('[Policy]', self.ctl(c, 'cat', 'redis.conf', user=user).stdout)
+
+        cursor = c.cursor()
+        refusals = {}
+        for user in ('alice', 'bob'):
+            for args in (['reload'], ['override', f'defrag={wanted}'], ['override', '--clear']):
+                proc = self.ctl(c, *args, user=user, check=False)
+                refusals[(user, ' '.join(args))] = (proc.returncode, proc.stderr.strip())
+                self.assertEqual(proc.returncode, 1, (user, args, proc.stdout, proc.stderr))
+                self.assertRegex(proc.stderr, r'needs authentication for the polkit action org\.thpd1\.manage',
+                                 (user, args))
+        log(f'refusal message: {refusals[("alice", "reload")][1]}')
+        self.assertEqual(HOST.diff(BASELINE), {})
+        journal = c.journal(after=cursor, unit='thpd.service')
+        self.assertNotIn('Reloading policies', journal)
+
+        # root
+        self.ctl(c, 'override', f'defrag={wanted}')
+        self.wait_host(defrag=wanted)
+        show = self.show(c)
+        self.assertEqual(show['Knobs.defrag.Source'], 'override')
+        self.ctl(c, 'override', '--clear')
+        self.wait_host(defrag=base(DEFRAG))
+        self.ctl(c, 'reload')
+        self.wait_journal(c, r'^Reloading policies and settings\.$', cursor)
+
+        # A polkit rule for the group; polkitd picks new rules up by itself.
+        c.write('/etc/polkit-1/rules.d/50-thpd-system-test.rules',
+                'polkit.addRule(function(action, subject) {\n'
+                '    if (action.id == "org.thpd1.manage" && subject.isInGroup("thpdadmins"))\n'
+                '        return polkit.Result.YES;\n'
+                '});\n')
+        wait_until(lambda: self.ctl(c, 'override', f'defrag={wanted}', user='bob', check=False).returncode == 0,
+                   DEADLINE, 'bob (in thpdadmins) to be allowed once the rule is there')
+        self.wait_host(defrag=wanted)
+        self.assertEqual(self.show(c)['Knobs.defrag.Source'], 'override')
+        proc = self.ctl(c, 'override', '--clear', user='alice', check=False)
+        self.assertEqual(proc.returncode, 1, 'alice is still refused')
+        self.assertEqual(host(DEFRAG), wanted)
+        self.ctl(c, 'override', '--clear', user='bob')
+        self.wait_host(defrag=base(DEFRAG))
+        cursor = c.cursor()
+        self.ctl(c, 'reload', user='bob')
+        self.wait_journal(c, r'^Reloading policies and settings\.$', cursor)
+        self.assertEqual(HOST.diff(BASELINE), {})
+
+    def test_5a_reexec_and_reload(self):
+        """systemctl daemon-reexec and daemon-reload while Redis runs: the knobs stay never and
+        thpd keeps following units."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        pid = self.thpd_pid(c)
+        cursor = c.cursor()
+        with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
+            c.run('systemctl', 'daemon-reexec')
+            wait_until(c._system_state, DEADLINE, 'the manager to run again after daemon-reexec')
+            self.wait_journal(c, r'enumerating its units again', cursor)
+            c.run('systemctl', 'daemon-reload')
+            self.assertIn('Policies: redis.conf (redis-server.service)', self.ctl(c, 'status').stdout)
+        self.assertEqual(watch.seen, [])
+        self.assert_no_loosening(c, cursor)
+        self.assertEqual(self.thpd_pid(c), pid, 'thpd did not restart')
+        self.assert_follows_redis(c)
+
+    def test_5b_kill(self):
+        """kill -9 thpd while Redis runs: Restart=on-failure brings it back; it reuses the
+        recorded baseline (not the policy values it finds), keeps never and follows units."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        pid = self.thpd_pid(c)
+        cursor = c.cursor()
+        c.sh(f'kill -9 {pid}')  # the shell's kill: procps is not installed
+        wait_until(lambda: self.thpd_pid(c) not in (0, pid) and c.unit_state('thpd.service') == ('active', 'running'),
+                   DEADLINE, 'systemd to start thpd again')
+        self.assertEqual(c.unit_property('thpd.service', 'NRestarts'), '1')
+        self.wait_journal(c, r'^Reusing the baseline recorded in /run/thpd', cursor)
+        show = self.show(c)
+        self.assertEqual(show['Knobs.enabled.Baseline'], base(ENABLED))
+        self.assertEqual(show['Knobs.defrag.Baseline'], base(DEFRAG))
+        self.assertEqual(show['Knobs.enabled.Applied'], 'never')
+        self.wait_host(enabled='never', defrag='never')
+        self.assert_follows_redis(c)
+
+    @known_defect('a restarted thpd applies the baseline before it has enumerated the units '
+                  '("enabled: never -> madvise (baseline, no policy votes)", then back to never '
+                  'some milliseconds later) while Redis runs')
+    def test_5c_kill_keeps_never(self):
+        """kill -9 thpd while Redis runs: the new instance never loosens a knob Redis needs,
+        not even for a moment before it has enumerated the units."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        pid = self.thpd_pid(c)
+        cursor = c.cursor()
+        with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
+            c.sh(f'kill -9 {pid}')  # the shell's kill: procps is not installed
+            wait_until(lambda: self.thpd_pid(c) not in (0, pid) and c.unit_state('thpd.service') == ('active', 'running'),
+                       DEADLINE, 'systemd to start thpd again')
+        self.assert_no_loosening(c, cursor)
+        self.assertEqual(watch.seen, [])
+
+    def test_5d_restart(self):
+        """systemctl restart thpd while Redis runs: the new instance keeps the baseline record,
+        applies never again and follows units."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        cursor = c.cursor()
+        c.run('systemctl', 'restart', 'thpd')
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+        self.wait_host(enabled='never', defrag='never')
+        show = self.show(c)
+        self.assertEqual(show['Knobs.enabled.Baseline'], base(ENABLED))
+        self.assertEqual(show['Knobs.defrag.Baseline'], base(DEFRAG))
+        self.assertEqual(show['Knobs.enabled.Applied'], 'never')
+        self.wait_journal(c, r'^Following the systemd manager: \d+ unit\(s\) match a policy$', cursor)
+        self.assert_follows_redis(c)
+
+    @known_defect('on "systemctl restart thpd" the stopping instance restores the baseline '
+                  '(SIGTERM, RestoreOnExit=yes), so Redis runs under madvise until the new one starts')
+    def test_5e_restart_keeps_never(self):
+        """systemctl restart thpd while Redis runs: the knobs stay never throughout."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        cursor = c.cursor()
+        with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
+            c.run('systemctl', 'restart', 'thpd')
+            self.wait_journal(c, r'^Following the systemd manager', cursor)
+        self.assert_no_loosening(c, cursor)
+        self.assertEqual(watch.seen, [])
+
+    @known_defect('after "systemctl restart thpd" (or a crash) the new instance lists Redis, which '
+                  'started under never, as needing a restart (NeedsRestart=redis-server.service)')
+    def test_5f_restart_no_false_hint(self):
+        """After systemctl restart thpd, Redis (which started under its policy) is not listed
+        as needing a restart."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        self.assertEqual(self.show(c)['NeedsRestart'], '')
+        c.run('systemctl', 'restart', 'thpd')
+        self.wait_host(enabled='never', defrag='never')
+        self.assertEqual(self.show(c)['NeedsRestart'], '', 'Redis started under never and needs no restart')
+        self.assertNotIn('need a restart', self.ctl(c, 'status').stdout)
+
+    def test_6_trigger_and_purge(self):
+        """A package that ships a policy makes thpd reload (dpkg trigger); removing it reloads
+        again; "apt purge thpd" while Redis runs leaves the machine at its baseline."""
+        c = self.boot()
+        self.install_thpd(c)
+        listed = self.ctl(c, 'list', '--no-legend').stdout
+        self.assertNotIn('system-test-policy.conf', listed)
+        count = len(listed.strip().splitlines())
+        with tempfile.TemporaryDirectory() as tmp:
+            deb = self.policy_package(Path(tmp))
+            self.copy_deb(c, deb)
+        cursor = c.cursor()
+        out = c.run('apt', 'install', '-y', '-q', '/opt/thpd-system-test/thpd-system-test-policy_1.0_all.deb').stdout
+        self.assertIn('Processing triggers for thpd', out)
+        self.wait_journal(c, r'^Reloading policies and settings\.$', cursor)
+        self.wait_journal(c, rf'^Loaded {count + 1} policy file\(s\)\.$', cursor)
+        self.wait_journal(c, r'^Reloaded thpd\.service', cursor, unit=None)
+        self.assertRegex(self.ctl(c, 'list').stdout, r'(?m)^system-test-policy\.conf +inactive +'
+                         r'thpd-system-test-sleeper\.service +/usr/lib/thpd/policy\.d/system-test-policy\.conf$')
+        # ... and it is live: a unit it names gets its value.
+        wanted = 'never' if base(DEFRAG) != 'never' else 'always'
+        self.assertEqual(host(DEFRAG), base(DEFRAG))
+        c.run('systemd-run', '--unit=thpd-system-test-sleeper', 'sleep', 'infinity')
+        self.wait_host(defrag=wanted)
+        self.assertIn('system-test-policy.conf for thpd-system-test-sleeper.service',
+                      self.ctl(c, 'explain', 'defrag').stdout)
+        self.assertRegex(self.ctl(c, 'list').stdout, r'(?m)^system-test-policy\.conf +active ')
+        c.run('systemctl', 'stop', 'thpd-system-test-sleeper')
+        self.wait_host(defrag=base(DEFRAG))
+        cursor = c.cursor()
+        c.run('apt', 'remove', '-y', '-q', 'thpd-system-test-policy')
+        self.wait_journal(c, rf'^Loaded {count} policy file\(s\)\.$', cursor)
+        self.assertNotIn('system-test-policy.conf', self.ctl(c, 'list').stdout)
+
+        # Purge while Redis runs.
+        self.redis_up(c)
+        cursor = c.cursor()
+        out = c.run('apt', 'purge', '-y', '-q', 'thpd').stdout
+        self.assertIn('Purging configuration files for thpd', out)
+        self.wait_journal(c, r'^enabled: never -> .*\(restoring the baseline\)$', cursor)
+        self.assertEqual(HOST.diff(BASELINE), {}, 'the host is at its baseline after the purge')
+        self.assertEqual(c.unit_state('thpd.service')[0], 'inactive')
+        self.assertNotEqual(c.run('dpkg', '--status', 'thpd', check=False).returncode, 0, 'thpd is purged')
+        for gone in ('/run/thpd', '/etc/thpd', '/usr/sbin/thpd',
+                     '/lib/systemd/system/redis-server.service.d/thpd-await.conf'):
+            self.assertNotEqual(c.run('test', '-e', gone, check=False).returncode, 0, f'{gone} is left')
+        self.assertEqual(c.unit_state('redis-server.service'), ('active', 'running'))
+        # Redis restarts without thpd.
+        c.run('systemctl', 'daemon-reload')
+        c.run('systemctl', 'restart', 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        self.assertEqual(self.records(c, 'redis-server.service')[-1], [base(ENABLED), base(DEFRAG)])
+
+    def policy_package(self, tmp):
+        root = tmp / 'pkg'
+        (root / 'DEBIAN').mkdir(parents=True)
+        (root / 'DEBIAN' / 'control').write_text(
+            'Package: thpd-system-test-policy\nVersion: 1.0\nArchitecture: all\n'
+            'Maintainer: thpd tests <tests@invalid>\nDescription: a policy shipped by a package (thpd system test)\n')
+        policy_dir = root / 'usr' / 'lib' / 'thpd' / 'policy.d'
+        policy_dir.mkdir(parents=True)
+        wanted = 'never' if base(DEFRAG) != 'never' else 'always'
+        (policy_dir / 'system-test-policy.conf').write_text(
+            '[Policy]\nDescription=Shipped by a package in the system test\n'
+            'Units=thpd-system-test-sleeper.service\n\n[TransparentHugePages]\n'
+            f'Defrag={wanted}\n')
+        deb = tmp / 'thpd-system-test-policy_1.0_all.deb'
+        subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(root), str(deb)],
+                       check=True, capture_output=True)
+        return deb
+
+    def test_7_read_only_sys(self):
+        """Without the bind /sys is read-only: thpd stays up, says which file it cannot write
+        and why, keeps the baseline record, and nothing changes on the host."""
+        c = self.boot(bind_mm=False)
+        cursor = c.cursor()
+        self.install_thpd(c)
+        pid = self.thpd_pid(c)
+        record = c.read('/run/thpd/baseline')
+        self.assertIn(f'knob enabled {base(ENABLED)}', record)
+        self.assertIn(f'knob defrag {base(DEFRAG)}', record)
+        self.apt_install(c, 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        # It names the knob (the file under /sys/kernel/mm/transparent_hugepage/), what it
+        # wanted, for whom, and the kernel's answer.
+        match = self.wait_journal(c, r'^(/sys/kernel/mm/transparent_hugepage/)?enabled: cannot set never '
+                                     r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\): '
+                                     r'Read-only file system$', cursor)
+        log(f'read-only /sys, thpd says: {match.group(0)}')
+        # It does not retry in a loop: idle like anywhere else.
+        pid_switches = c.context_switches(pid)
+        time.sleep(IDLE_WINDOW / 2)
+        switches = c.context_switches(pid) - pid_switches
+        log(f'read-only /sys: thpd {switches} context switches in {IDLE_WINDOW / 2:g} s')
+        self.assertLessEqual(switches, IDLE_MAX_SWITCHES)
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+        self.assertEqual(self.thpd_pid(c), pid)
+        self.assertEqual(HOST.diff(BASELINE), {})
+        show = self.show(c)
+        self.assertEqual(show['Knobs.enabled.Target'], 'never')
+        self.assertEqual(show['Knobs.enabled.Applied'], base(ENABLED))
+        self.assertEqual(show['Knobs.enabled.Baseline'], base(ENABLED))
+        status = self.ctl(c, 'status').stdout
+        log('read-only /sys, thpd-ctl status:\n' + status)
+        # The record survives the failed writes, a stop of Redis and a restart of thpd.
+        c.run('systemctl', 'stop', 'redis-server')
+        c.run('systemctl', 'restart', 'thpd')
+        self.assertEqual(c.read('/run/thpd/baseline'), record)
+        self.assertEqual(self.show(c)['Knobs.enabled.Baseline'], base(ENABLED))
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+        self.assertEqual(HOST.diff(BASELINE), {})
+
+
+# --- running ----------------------------------------------------------------------------------
+
+class TimedResult(unittest.TextTestResult):
+    timings = []
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.timings.append((test.id().rsplit('.', 1)[-1], time.monotonic() - self._started))
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f'signal {signum}')
+
+
+def main():
+    global ROOTFS
+    if os.geteuid() != 0:
+        print('SKIP: the system layer needs root (systemd-nspawn, the host\'s /sys)')
+        return 77
+    for tool in ('systemd-nspawn', 'mmdebstrap', 'nsenter'):
+        if shutil.which(tool) is None:
+            print(f'SKIP: {tool} is not installed')
+            return 77
+    if not DEB or not Path(DEB).is_file():
+        print('THPD_DEB must name the thpd .deb to test', file=sys.stderr)
+        return 2
+    if not os.access(Path('/sys/kernel/mm') / ENABLED, os.W_OK):
+        print('SKIP: /sys/kernel/mm/transparent_hugepage is not writable here')
+        return 77
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGHUP, _interrupted)
+
+    started = time.monotonic()
+    rootfs_seconds = None
+    left = None
+    BASELINE.update(HOST.snapshot())
+    log(f'recorded {len(BASELINE)} host knobs; enabled={BASELINE[ENABLED]} defrag={BASELINE[DEFRAG]} '
+        f'2M pool={BASELINE.get(POOL_2M)}')
+    result = None
+    try:
+        t = time.monotonic()
+        ROOTFS = ensure_rootfs(WORKDIR)
+        rootfs_seconds = time.monotonic() - t
+        # Can nspawn boot here at all? (The bare rootfs: nothing of thpd is in it.)
+        try:
+            probe = Container(ROOTFS, WORKDIR / 'run', 'thpd-probe', bind_mm=False)
+            LIVE.append(probe)
+            probe.start()
+            log(f'probe container booted in {probe.boot_seconds:.1f} s')
+        except Exception as error:  # noqa: BLE001 - any failure to boot means "cannot run here"
+            print(f'SKIP: systemd-nspawn cannot boot a container here: {error}')
+            return 77
+        finally:
+            t = time.monotonic()
+            probe.stop()
+            LIVE.remove(probe)
+            probe.remove()
+            log(f'probe container stopped in {time.monotonic() - t:.1f} s')
+
+        program = unittest.main(module='__main__', exit=False, verbosity=2,
+                                testRunner=unittest.TextTestRunner(resultclass=TimedResult, verbosity=2))
+        result = program.result
+    except KeyboardInterrupt as error:
+        log(f'interrupted: {error}')
+    finally:
+        for container in list(LIVE):
+            with contextlib.suppress(Exception):
+                container.stop()
+        restored = HOST.restore(BASELINE)
+        if restored:
+            log(f'restored host knobs: {restored}')
+        left = HOST.diff(BASELINE)
+        if left:
+            log(f'host knobs NOT back at their values: {left}')
+    if rootfs_seconds is not None:
+        print(f'\nrootfs: {rootfs_seconds:.1f} s ({"cached" if rootfs_seconds < 5 else "made"})', file=sys.stderr)
+    for name, seconds in TimedResult.timings:
+        print(f'{name}: {seconds:.1f} s', file=sys.stderr)
+    print(f'system layer: {time.monotonic() - started:.1f} s in all', file=sys.stderr)
+    if result is None or left:
+        return 1
+    if result.skipped and len(result.skipped) >= result.testsRun and result.wasSuccessful():
+        return 77
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

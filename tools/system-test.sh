@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The system layer: builds thpd's .deb with dpkg-buildpackage from a copy of the working tree,
+# then boots Debian 12 containers (systemd-nspawn, systemd as PID 1) that install it with apt
+# beside Debian's redis-server and postgresql and write this machine's real THP and hugetlb
+# files (tests/system/). Every knob is recorded first and restored afterwards.
+#
+# Needs root and a kernel and host where systemd-nspawn can boot a container; exits 77 (skipped)
+# with the reason otherwise. The rootfs is cached in build-system/ (delete it to refresh); the
+# package is built in a temporary directory, so the working tree is left as it is.
+#
+#     tools/system-test.sh [-v] [SystemTest.test_2_redis ...]
+#
+# THPD_DEB=FILE skips the build and tests that package instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+work=${THPD_SYSTEM_DIR:-$src/build-system}
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "SKIP: the system layer needs root (systemd-nspawn, the host's /sys/kernel/mm)"
+        exit 77
+fi
+if [ ! -w /sys/kernel/mm/transparent_hugepage/enabled ]; then
+        echo "SKIP: /sys/kernel/mm/transparent_hugepage is not writable here (a container?)"
+        exit 77
+fi
+
+packages=(systemd-container mmdebstrap dpkg-dev debhelper fakeroot)
+missing=()
+for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -ne 0 ]; then
+        echo "Installing: ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# dpkg-buildpackage checks debian/control's Build-Depends itself and names what is missing.
+
+mkdir -p "$work"
+# Like meson's build directories: git ignores it without an entry in the tree's .gitignore.
+[ -e "$work/.gitignore" ] || echo '*' > "$work/.gitignore"
+if [ -n "${THPD_DEB:-}" ]; then
+        THPD_SYSTEM_DIR=$work exec /usr/bin/python3 -B tests/system/test_system.py "$@"
+fi
+
+tmp=$(mktemp -d /tmp/thpd-system-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/thpd"
+tar -C "$src" --exclude='./build*' --exclude=./.git --exclude='__pycache__' -cf - . | tar -C "$tmp/thpd" -xf -
+echo "== building the package (dpkg-buildpackage -us -uc -b) in $tmp"
+start=$SECONDS
+if ! (cd "$tmp/thpd" && dpkg-buildpackage -us -uc -b) > "$tmp/build.log" 2>&1; then
+        tail -50 "$tmp/build.log"
+        echo "dpkg-buildpackage failed"
+        exit 1
+fi
+deb=$(ls "$tmp"/thpd_*.deb)
+echo "built $(basename "$deb") in $((SECONDS - start)) s"
+
+THPD_DEB=$deb THPD_SYSTEM_DIR=$work /usr/bin/python3 -B tests/system/test_system.py "$@"
