@@ -708,6 +708,22 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
         self.assertEqual(HOST.diff(BASELINE), {})
 
+    @known_defect('SetOverride never replies when the kernel refuses the value (EROFS): thpd logs '
+                  '"Override set ..." and the caller times out ("thpd did not answer in time")')
+    def test_7b_read_only_override_answers(self):
+        """With a read-only /sys, an override that the kernel refuses is answered at once with
+        the error (it stays, to be tried again), not left to the caller's timeout."""
+        c = self.boot(bind_mm=False)
+        self.install_thpd(c)
+        start = time.monotonic()
+        proc = c.run('busctl', '--system', '--timeout=15', 'call', 'org.thpd1', '/org/thpd1',
+                     'org.thpd1.Manager', 'SetOverride', 'a{ss}t', '1', 'defrag', 'never', '0', check=False)
+        log(f'read-only /sys: SetOverride answered after {time.monotonic() - start:.1f} s: '
+            f'{proc.returncode} {proc.stderr.strip()}')
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn('The kernel did not take defrag=never', proc.stderr)
+        self.assertEqual(HOST.diff(BASELINE), {})
+
 
 # --- running ----------------------------------------------------------------------------------
 
