@@ -144,6 +144,19 @@ fi
 if grep -q '@[a-z]*@' "$unit"; then
         fail "unconfigured @variable@ left in $unit"
 fi
+# Found under a real PID 1 (tests/system): at shutdown the bus stopped first and thpd exited
+# without restoring; ExecReload=/bin/kill failed where procps is not installed (containers), and
+# with it the dpkg trigger.
+if grep -qx 'After=dbus.service' "$unit"; then
+        ok "thpd.service is ordered after dbus.service (stopped before the bus)"
+else
+        fail "thpd.service lacks After=dbus.service: at shutdown it loses the bus and exits without restoring"
+fi
+if grep -qx 'ExecReload=/.*/thpd-ctl reload' "$unit"; then
+        ok "ExecReload= needs nothing but thpd-ctl"
+else
+        fail "ExecReload= is not thpd-ctl reload"
+fi
 
 if command -v systemd-analyze >/dev/null; then
         # verify insists that ExecStart= and ExecReload= exist, and thpd need not be installed.
@@ -168,7 +181,9 @@ if command -v systemd-analyze >/dev/null; then
                 mkdir "$tmp/redis-server.service.d"
                 cp "$dropin" "$tmp/redis-server.service.d/"
                 printf '[Service]\nExecStart=/bin/true\n' > "$tmp/redis-server.service"
+                # ExecPaths=: Debian's redis-server.service has NoExecPaths=/.
                 if grep -q '^ExecStartPre=-/.*/thpd-ctl await %n$' "$dropin" &&
+                   grep -q '^ExecPaths=/.*/thpd-ctl$' "$dropin" &&
                    systemd-analyze verify --man=no "$tmp/redis-server.service"; then
                         ok "redis-server.service drop-in"
                 else
