@@ -56,6 +56,11 @@ POOL_GRACE = 5
 IDLE_WINDOW = 10.0
 IDLE_MAX_SWITCHES = 3
 
+# After every scenario: a window with at most this many context switches of thpd must come.
+SETTLE_WINDOW = 2.0
+SETTLE_MAX_SWITCHES = 1
+SETTLE_DEADLINE = 30.0
+
 RECORD_DIR = '/var/lib/thpd-system-test'
 
 
@@ -122,6 +127,14 @@ class SystemTest(unittest.TestCase):
         return container
 
     def _shutdown(self, container):
+        # Steady state after every scenario: thpd, if it still runs, must settle (issue 9).
+        unsettled = None
+        if container.leader and container.unit_state('thpd.service') == ('active', 'running'):
+            try:
+                switches = self.assert_settles(container)
+                log(f'{container.name}: thpd settled ({switches} context switches in {SETTLE_WINDOW:g} s)')
+            except AssertionError as error:
+                unsettled = error
         if container.leader:
             with contextlib.suppress(Exception):
                 journal = container.run('journalctl', '--no-pager', '-o', 'short-precise', check=False).stdout
@@ -138,6 +151,25 @@ class SystemTest(unittest.TestCase):
             HOST.restore(BASELINE)
             self.fail(f'the host\'s knobs were not back at their values after the container '
                       f'stopped (restored now): {diff}')
+        if unsettled:
+            raise unsettled
+
+    def assert_settles(self, c):
+        """Waits for a window of SETTLE_WINDOW seconds in which thpd makes at most
+        SETTLE_MAX_SWITCHES context switches; returns that count. Counting, not timing: a daemon
+        that loops with PID 1 or polls never gets such a window; one that reacts to the
+        container's own unit activity gets one soon."""
+        pid = self.thpd_pid(c)
+        deadline = time.monotonic() + SETTLE_DEADLINE
+        counts = []
+        while time.monotonic() < deadline:
+            before = c.context_switches(pid)
+            time.sleep(SETTLE_WINDOW)
+            counts.append(c.context_switches(pid) - before)
+            if counts[-1] <= SETTLE_MAX_SWITCHES:
+                return counts[-1]
+        raise AssertionError(f'thpd (PID {pid} in the container) never settled within {SETTLE_DEADLINE:g} s: '
+                             f'context switches per {SETTLE_WINDOW:g} s window: {counts}')
 
     def install_thpd(self, c, config=None):
         """apt install ./thpd_*.deb, as a user would; config: a thpd.conf.d drop-in written first."""
