@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <ini.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <syslog.h>
 
 #include "config.h"
@@ -134,13 +137,27 @@ int settings_load_files(Settings *c, const char *const *paths, Diagnostics *diag
         for (size_t i = 0; paths && paths[i]; i++) {
                 _cleanup_fclose_ FILE *f = NULL;
                 ParseState state;
-                int r;
+                struct stat st;
+                int fd, r;
 
-                f = fopen(paths[i], "re");
-                if (!f) {
+                /* O_NONBLOCK and the type check: a FIFO (or a directory) named as the settings
+                 * file must be reported, not hang the daemon in open() before it runs. */
+                fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                if (fd < 0) {
                         if (errno == ENOENT)
                                 continue;
                         diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], 0, "cannot open: %s", strerror(errno));
+                        continue;
+                }
+                if (fstat(fd, &st) >= 0 && (S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], 0, "not a regular file, ignored");
+                        (void) close(fd);
+                        continue;
+                }
+                f = fdopen(fd, "r");
+                if (!f) {
+                        diagnostics_add(diag, DIAGNOSTIC_ERROR, paths[i], 0, "cannot open: %s", strerror(errno));
+                        (void) close(fd);
                         continue;
                 }
 

@@ -213,6 +213,29 @@ class FaultsTest(ThpdTestCase):
         self.ping(thpd)
         self.stop_and_check_baseline(thpd, {'enabled': 'madvise'})
 
+    def test_config_is_a_fifo_or_a_directory(self):
+        """--config names a FIFO (then a directory): thpd reports it and runs on the defaults.
+        It used to block in open() before its event loop, with SIGTERM blocked too."""
+        self.write_policy('app.conf', APP_POLICY)
+        self.config_path.unlink()
+        os.mkfifo(self.config_path, 0o644)
+        thpd = self.start_thpd()
+        thpd.wait_log(rf'^{self.config_path}: error: not a regular file, ignored')
+        self.start_unit(APP)
+        self.wait_knobs(APPLIED)
+
+        self.config_path.unlink()
+        self.config_path.mkdir()
+        log_size = len(thpd.log())
+        thpd.signal(signal.SIGHUP)
+        wait_until(lambda: f'{self.config_path}: error: not a regular file, ignored' in thpd.log()[log_size:],
+                   message=lambda: self._describe('the directory reported after SIGHUP'))
+        self.ping(thpd)
+        self.assert_knobs(APPLIED)
+        self.stop_unit(APP)
+        self.wait_knobs(BASELINE)
+        self.assertEqual(self.stop_and_check_baseline(thpd), 0)
+
     # ---- a hugetlb pool the kernel cannot fill ----
 
     def start_stingy_pool(self, cap):
