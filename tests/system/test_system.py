@@ -30,7 +30,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from container import (Container, HostKnobs, CommandFailed, ensure_rootfs, knob_value, log,  # noqa: E402
+from container import (Container, HostKnobs, ensure_rootfs, knob_value, log,  # noqa: E402
                        wait_until)
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
