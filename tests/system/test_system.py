@@ -379,15 +379,23 @@ class SystemTest(unittest.TestCase):
         self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
         wait_until(lambda: c.unit_property('redis-server.service', 'LoadState') in ('not-found', 'loaded')
                    and c.unit_state('redis-server.service')[0] == 'inactive', DEADLINE, 'redis-server to stop')
+        # Windows of IDLE_WINDOW seconds until one is quiet (a timer of the container's own may
+        # start a unit in one, which thpd hears about); the loop never gives such a window.
         pid = self.thpd_pid(c)
-        before, pid1_before = c.context_switches(pid), c.context_switches(1)
-        time.sleep(IDLE_WINDOW)
-        switches, pid1 = c.context_switches(pid) - before, c.context_switches(1) - pid1_before
+        windows = []
+        deadline = time.monotonic() + 6 * IDLE_WINDOW
+        while time.monotonic() < deadline:
+            before, pid1_before = c.context_switches(pid), c.context_switches(1)
+            time.sleep(IDLE_WINDOW)
+            windows.append((c.context_switches(pid) - before, c.context_switches(1) - pid1_before))
+            if windows[-1][0] <= IDLE_MAX_SWITCHES:
+                break
+        switches, pid1 = windows[-1]
         log(f'idle after disable --now: thpd {switches} context switches in {IDLE_WINDOW:g} s '
-            f'(PID 1 inside: {pid1}, includes the nsenter calls that count)')
+            f'(PID 1 of the container: {pid1}); windows: {windows}')
         self.assertLessEqual(switches, IDLE_MAX_SWITCHES,
-                             f'thpd is not idle after disable --now redis-server: {switches} context '
-                             f'switches in {IDLE_WINDOW:g} s')
+                             f'thpd is not idle after disable --now redis-server: (thpd, PID 1) context '
+                             f'switches per {IDLE_WINDOW:g} s window: {windows}')
         self.assertEqual(self.thpd_pid(c), pid)
         self.assertEqual(HOST.diff(BASELINE), {})
 
