@@ -36,6 +36,14 @@ ThpdTestCase
     directory, runtime directory and config file. Helpers write policies, start the daemon and
     units (stopped again in cleanup), and wait for knob values.
 
+Steady state
+    After every scenario, each daemon still running must settle: within a generous deadline
+    there is an idle window (STEADY_WINDOW seconds) in which it wakes at most once and sends
+    no D-Bus message. Wakeups are counted from the kernel (voluntary context switches of all
+    its threads), messages by a bus monitor (BecomeMonitor). A daemon that loops with the
+    systemd manager, or polls, never gets such a window. A test class that cannot offer one
+    sets steady_state_check = False and says why.
+
 Environment: THPD_BIN (the daemon; the class is skipped without it), THPD_CTL_BIN (thpd-ctl,
 for tests that use it). Run a file directly as root, e.g.
     THPD_BIN=build/src/thpd /usr/bin/python3 -B tests/integration/test_daemon.py -v
@@ -81,6 +89,108 @@ def wait_until(predicate, timeout=DEFAULT_TIMEOUT, message='condition'):
         time.sleep(POLL_INTERVAL)
 
 
+def wakeups(pid):
+    """How often the process has gone to sleep so far: the voluntary context switches of all
+    its threads. An idle event loop adds one per wakeup."""
+    total = 0
+    for status in Path(f'/proc/{pid}/task').glob('*/status'):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for line in status.read_text().splitlines():
+                if line.startswith('voluntary_ctxt_switches:'):
+                    total += int(line.split()[1])
+    return total
+
+
+class BusMonitor:
+    """Counts the messages one bus connection sends, using the bus's BecomeMonitor. Messages
+    sent after the constructor returns are counted: the bus installs the monitor before it
+    replies."""
+
+    def __init__(self, address, sender):
+        from gi.repository import Gio, GLib
+        flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+                 Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
+        self.sender = sender
+        self._lock = threading.Lock()
+        self._messages = []
+        self._connection = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+        self._connection.add_filter(self._filter)
+        self._connection.call_sync('org.freedesktop.DBus', '/org/freedesktop/DBus',
+                                   'org.freedesktop.DBus.Monitoring', 'BecomeMonitor',
+                                   GLib.Variant('(asu)', ([f"sender='{sender}'"], 0)), None,
+                                   Gio.DBusCallFlags.NONE, -1, None)
+
+    def _filter(self, connection, message, incoming):
+        # Runs in GDBus's worker thread; no main loop is needed. Only the bus's replies go on
+        # to GDBus (BecomeMonitor waits for one): it would answer monitored method calls, and a
+        # monitor that sends anything is disconnected.
+        from gi.repository import Gio
+        if not incoming:
+            return message
+        if message.get_sender() == self.sender:
+            with self._lock:
+                self._messages.append(f'{message.get_message_type().value_nick} '
+                                      f'{message.get_interface()}.{message.get_member()}')
+        if (message.get_sender() == 'org.freedesktop.DBus' and message.get_message_type() in
+                (Gio.DBusMessageType.METHOD_RETURN, Gio.DBusMessageType.ERROR)):
+            return message
+        return None
+
+    def messages(self):
+        with self._lock:
+            return list(self._messages)
+
+    def close(self):
+        self._connection.close_sync(None)
+
+
+def bus_owner(address, name):
+    """The unique name owning name on the bus at address, or None."""
+    proc = subprocess.run(['busctl', f'--address={address}', 'call', 'org.freedesktop.DBus',
+                           '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetNameOwner', 's', name],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.split()[1].strip('"')
+
+
+STEADY_WINDOW = 2.0
+STEADY_DEADLINE = 30.0
+
+
+def idle_window(pid, monitor, window=STEADY_WINDOW):
+    """Wakeups and messages of one window."""
+    first_messages = len(monitor.messages())
+    before = wakeups(pid)
+    time.sleep(window)
+    return wakeups(pid) - before, monitor.messages()[first_messages:]
+
+
+def assert_settles(pid, address, name='org.thpd1', window=STEADY_WINDOW, deadline=STEADY_DEADLINE,
+                   max_wakeups=1):
+    """Waits for an idle window of the daemon (see "Steady state" above); returns its wakeups.
+
+    The daemon must own name on the bus at address. Raises AssertionError with the last
+    window's figures when none came before the deadline."""
+    owner = bus_owner(address, name)
+    if owner is None:
+        raise AssertionError(f'{name} has no owner on {address}')
+    monitor = BusMonitor(address, owner)
+    try:
+        last = None
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            count, messages = idle_window(pid, monitor, window)
+            if count <= max_wakeups and not messages:
+                return count
+            last = (count, messages)
+        raise AssertionError(f'thpd (PID {pid}) never settled within {deadline:g} s: its last '
+                             f'{window:g} s window had {last[0]} wakeups and sent {len(last[1])} '
+                             f'D-Bus messages {last[1][:10]}')
+    finally:
+        monitor.close()
+
+
 def _tail(text, lines=60):
     return '\n'.join(text.splitlines()[-lines:])
 
@@ -121,6 +231,15 @@ def cgroup_hierarchies():
     if (CGROUP_ROOT / 'cgroup.procs').exists():
         return [CGROUP_ROOT]
     return [CGROUP_ROOT / h for h in ('unified', 'systemd') if (CGROUP_ROOT / h / 'cgroup.procs').exists()]
+
+
+def _process_state(pid):
+    """The one-letter state from /proc/PID/stat ("S", "R", "T", ...), or None."""
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(')', 1)[1].split()[0]
 
 
 def _cgroup_pids(top):
@@ -480,6 +599,8 @@ class Thpd:
         self._reader = threading.Thread(target=self._read_notifications, daemon=True)
         self._reader.start()
         env = dict(env, NOTIFY_SOCKET=str(notify_path))
+        self.bus_address = env.get('DBUS_SESSION_BUS_ADDRESS' if '--user' in self.argv
+                                   else 'DBUS_SYSTEM_BUS_ADDRESS')
         # THPD_WRAPPER runs the daemon under a tool, e.g. valgrind with an error exit code, so
         # that leaks fail stop()'s exit status check.
         wrapper = shlex.split(os.environ.get('THPD_WRAPPER', ''))
@@ -583,6 +704,8 @@ class ThpdTestCase(unittest.TestCase):
     stack = None
     # Passed to Stack(): see there.
     stack_allows_other_users = False
+    # See "Steady state" in the module docstring.
+    steady_state_check = True
 
     @classmethod
     def setUpClass(cls):
@@ -645,9 +768,19 @@ class ThpdTestCase(unittest.TestCase):
                       self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}')
         self.daemons.append(daemon)
         self.addCleanup(daemon.close)
+        # Runs before daemon.close, after whatever the test cleans up once the daemon runs.
+        if self.steady_state_check:
+            self.addCleanup(self.assert_daemon_settles, daemon)
         if wait_ready:
             daemon.wait_ready()
         return daemon
+
+    def assert_daemon_settles(self, daemon, **kwargs):
+        """The steady-state check of one daemon; skipped for a daemon that has exited or is
+        stopped (SIGSTOP) at the end of its scenario."""
+        if not daemon.running or _process_state(daemon.pid) == 'T':
+            return
+        assert_settles(daemon.pid, daemon.bus_address, **kwargs)
 
     def start_unit(self, name, *cmd, properties=()):
         self.stack.start_unit(name, *cmd, properties=properties)
