@@ -664,11 +664,14 @@ static int method_set_override(sd_bus_message *msg, void *userdata, sd_bus_error
                 return sd_bus_error_setf(error, THPD_ERROR_FAILED, "Cannot set the override: %s", strerror(-r));
 
         FOREACH_KNOB(k) {
-                char want[24], have[24];
+                char buf[24], have[24];
+                const char *want;
 
                 if (values[k] == KNOB_VALUE_UNSET)
                         continue;
-                g_string_append_printf(summary, " %s=%s", knob_name(k), knob_value_to_string(k, values[k], want));
+                /* Enum values come back as static strings; buf holds numbers only. */
+                want = knob_value_to_string(k, values[k], buf);
+                g_string_append_printf(summary, " %s=%s", knob_name(k), want);
                 if (m->applied[k] != values[k])
                         g_string_append_printf(refused, "%s%s=%s (it reads %s)", refused->len > 0 ? ", " : "", knob_name(k),
                                                want, value_or_empty(k, m->applied[k], have));

@@ -128,13 +128,15 @@ static bool knob_value_is_valid(Knob k, KnobValue v) {
 int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {
         g_autofree char *path = sysfs_knob_path(sysfs_root, k);
         char buf[24], got_buf[24];
+        const char *text;
         KnobValue got;
         int r;
 
         if (!path || !knob_value_is_valid(k, v))
                 return -EINVAL;
 
-        r = write_small_file(path, knob_value_to_string(k, v, buf));
+        text = knob_value_to_string(k, v, buf);
+        r = write_small_file(path, text);
         if (r < 0)
                 return r;
 
@@ -143,7 +145,7 @@ int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {
                 return r;
         if (got != v) {
                 /* The caller logs the failure; only here do we still know what the kernel said. */
-                log_debug("%s: wrote %s, kernel reports %s", path, buf, knob_value_to_string(k, got, got_buf));
+                log_debug("%s: wrote %s, kernel reports %s", path, text, knob_value_to_string(k, got, got_buf));
                 return -EIO;
         }
         return 0;

@@ -16,6 +16,7 @@ files (nsenter) without touching the host. Run as root:
 """
 
 import importlib.util
+import json
 import os
 import random
 import signal
@@ -164,6 +165,27 @@ class FaultsTest(ThpdTestCase):
         self.stop_unit(APP)
         self.wait_knobs(BASELINE)
         self.assertEqual(self.stop_and_check_baseline(thpd), 0)
+
+    def test_override_the_kernel_refuses_is_answered(self):
+        # Found by the system layer (a container without /sys/kernel/mm bound): the caller of
+        # SetOverride got no answer at all when the kernel refused the value.
+        thpd = self.start_thpd()
+        defrag = str(self.kernel.knob_path('defrag'))
+        self.in_namespace(thpd, 'mount', '--bind', '-o', 'ro', defrag, defrag)
+
+        proc = self.stack.run('busctl', '--user', '--timeout=20', 'call', 'org.thpd1', '/org/thpd1',
+                              'org.thpd1.Manager', 'SetOverride', 'a{ss}t', '1', 'defrag', 'never', '0',
+                              check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn('The kernel did not take defrag=never (it reads madvise)', proc.stderr)
+        thpd.wait_log(r'^defrag: cannot set never \(admin override\): Read-only file system')
+        override = self.stack.run('busctl', '--user', '--json=short', 'get-property', 'org.thpd1', '/org/thpd1',
+                                  'org.thpd1.Manager', 'Override').stdout
+        self.assertEqual(json.loads(override)['data'], {'defrag': 'never'}, 'the override is kept, to be tried again')
+        self.assert_knobs(defrag='madvise')
+        self.ping(thpd)
+        self.assert_baseline_record()
+        self.stop_and_check_baseline(thpd)
 
     def test_knob_answers_einval(self):
         # A kernel attribute that rejects the value with EINVAL: memory.swappiness of a scratch

@@ -748,8 +748,6 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
         self.assertEqual(HOST.diff(BASELINE), {})
 
-    @known_defect('SetOverride never replies when the kernel refuses the value (EROFS): thpd logs '
-                  '"Override set ..." and the caller times out ("thpd did not answer in time")')
     def test_7b_read_only_override_answers(self):
         """With a read-only /sys, an override that the kernel refuses is answered at once with
         the error (it stays, to be tried again), not left to the caller's timeout."""
