@@ -451,6 +451,9 @@ const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size
 }
 
 static void apply_knobs(Manager *m, GArray *changes) {
+        /* Until the manager has listed what runs, any write could loosen a knob a running
+         * service needs (a restarted thpd finds its predecessor's values in place). */
+        bool hold = m->units && !unit_tracker_has_answered(m->units);
         bool baseline_dirty = false;
 
         FOREACH_KNOB(k) {
@@ -483,6 +486,11 @@ static void apply_knobs(Manager *m, GArray *changes) {
                                 m->baseline.knobs[k] = cur;
                                 baseline_dirty = true;
                         }
+                        m->applied[k] = cur;
+                        continue;
+                }
+
+                if (hold) {
                         m->applied[k] = cur;
                         continue;
                 }
@@ -578,7 +586,8 @@ void manager_apply(Manager *m) {
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 
         apply_knobs(m, changes);
-        manager_apply_pools(m);
+        if (!m->units || unit_tracker_has_answered(m->units))
+                manager_apply_pools(m);
         m->applied_once = true;
         m->apply_generation++;
         update_status(m);
@@ -811,7 +820,7 @@ int manager_start(Manager *m) {
                 return r;
         setup_storm_watcher(m, true);
 
-        /* Apply the baseline at once: whatever systemd says later, the machine is in a known state. */
+        /* Resolves and reads the knobs for the properties; writes wait for the unit list. */
         manager_apply(m);
 
         return unit_tracker_start(m->units);

@@ -24,6 +24,8 @@ struct UnitTracker {
         sd_bus_slot *match_slots[6];
         sd_event_source *retry;
         bool ready;
+        /* Enumerated once, or found that no manager answers: either way thpd may act. */
+        bool answered;
         bool warned_unavailable;
         /* Between the manager's Reloading(true) and Reloading(false): it frees and re-creates
          * every unit object, so UnitRemoved then says nothing about what runs. */
@@ -71,6 +73,10 @@ GHashTable *unit_tracker_units(const UnitTracker *t) {
 
 bool unit_tracker_is_ready(const UnitTracker *t) {
         return t->ready;
+}
+
+bool unit_tracker_has_answered(const UnitTracker *t) {
+        return t->answered;
 }
 
 static void notify_changed(UnitTracker *t) {
@@ -343,6 +349,7 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
         if (!t->ready)
                 log_info("Following the systemd manager: %u unit(s) match a policy", g_hash_table_size(t->units));
         t->ready = true;
+        t->answered = true;
         t->warned_unavailable = false;
         notify_changed(t);
         return 0;
@@ -366,6 +373,11 @@ static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
                                     sd_bus_message_get_error(m)->message, (unsigned) (RETRY_USEC / 1000000));
                 t->warned_unavailable = true;
                 t->ready = false;
+                if (!t->answered) {
+                        t->answered = true;
+                        if (t->changed)
+                                t->changed(t, t->userdata);
+                }
                 return schedule_retry(t);
         }
         r = list_units(t);

@@ -37,6 +37,8 @@ int unit_tracker_rescan(UnitTracker *t);
 
 /* True once a systemd manager answered and the first enumeration finished. */
 bool unit_tracker_is_ready(const UnitTracker *t);
+/* True once the units were listed or no manager answered; stays true. */
+bool unit_tracker_has_answered(const UnitTracker *t);
 
 /* name -> TrackedUnit* */
 GHashTable *unit_tracker_units(const UnitTracker *t);

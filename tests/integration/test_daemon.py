@@ -255,6 +255,24 @@ class DaemonTest(ThpdTestCase):
         self.wait_knobs(BASELINE)
         second.stop()
 
+    def test_05_restarted_daemon_writes_nothing_before_it_has_listed_the_units(self):
+        # A restarted thpd (crash, kill -9, upgrade) finds its predecessor's values in place; a
+        # write before it knows Redis runs would put Redis under the baseline for a moment. Any
+        # write shows in the file's mtime, however short-lived the value.
+        self.write_policy('redis.conf', REDIS_POLICY)
+        first = self.start_thpd()
+        self.start_unit('redis-server.service')
+        self.wait_knobs(REDIS)
+        first.kill()
+        written = {knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}
+        second = self.start_thpd()
+        self.assert_knobs(REDIS)
+        self.assertEqual({knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}, written,
+                         'the restarted thpd wrote a knob Redis needs')
+        self.stop_unit('redis-server.service')
+        self.wait_knobs(BASELINE)
+        second.stop()
+
     def test_06_pool_grows_on_start_and_shrinks_after_the_grace_period(self):
         self.write_config(f'PoolGracePeriod={POOL_GRACE_SECONDS:g}s\n')
         self.write_policy('postgresql.conf', POOL_POLICY)
