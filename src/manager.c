@@ -748,6 +748,14 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         Manager *m = userdata;
 
         (void) sd_notify(false, "STOPPING=1");
+        /* A restart (a package upgrade, "systemctl restart thpd") must not put the running
+         * services under the baseline until the next instance is up: that one reuses the
+         * baseline record and writes nothing before it has listed the units. */
+        if (m->units && si->ssi_signo == SIGTERM && unit_tracker_restart_queued_for_pid(m->units, getpid()) > 0) {
+                log_info("thpd's unit is restarting: leaving the knobs for the next instance, with the baseline record in %s.",
+                         m->runtime_dir);
+                m->handing_over = true;
+        }
         return sd_event_exit(m->event, 0);
 }
 

@@ -183,16 +183,19 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %s", strerror(-r));
 
-        if (arg_no_restore || !m->settings.restore_on_exit)
-                log_info("Leaving the knobs as they are (%s).", arg_no_restore ? "--no-restore" : "RestoreOnExit=no");
-        else if (exit_code == 0) {
-                r = manager_restore(m);
-                if (r >= 0)
-                        (void) baseline_remove(m->runtime_dir);
-                else {
-                        log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",
-                                  m->runtime_dir);
-                        exit_code = 1;
+        /* A restart job is under way: the next instance takes the knobs over (see on_terminate). */
+        if (!m->handing_over) {
+                if (arg_no_restore || !m->settings.restore_on_exit)
+                        log_info("Leaving the knobs as they are (%s).", arg_no_restore ? "--no-restore" : "RestoreOnExit=no");
+                else if (exit_code == 0) {
+                        r = manager_restore(m);
+                        if (r >= 0)
+                                (void) baseline_remove(m->runtime_dir);
+                        else {
+                                log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",
+                                          m->runtime_dir);
+                                exit_code = 1;
+                        }
                 }
         }
 

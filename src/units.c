@@ -533,3 +533,58 @@ int unit_tracker_rescan(UnitTracker *t) {
                 return 0; /* the pending subscribe/enumeration will use the new filter */
         return list_units(t);
 }
+
+/* Short: thpd is being stopped, and a manager that does not answer means no restart is coming. */
+#define OWN_JOB_TIMEOUT_USEC (2 * UINT64_C(1000000))
+
+static int get_property(sd_bus *bus, const char *path, const char *interface, const char *property,
+                        sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties", "Get");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "ss", interface, property);
+        if (r < 0)
+                return r;
+        return sd_bus_call(bus, call, OWN_JOB_TIMEOUT_USEC, NULL, ret);
+}
+
+int unit_tracker_restart_queued_for_pid(UnitTracker *t, pid_t pid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL, *job = NULL, *type = NULL;
+        const char *unit_path, *job_path, *job_type;
+        uint32_t job_id;
+        int r;
+
+        r = sd_bus_message_new_method_call(t->bus, &call, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitByPID");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "u", (uint32_t) pid);
+        if (r < 0)
+                return r;
+        r = sd_bus_call(t->bus, call, OWN_JOB_TIMEOUT_USEC, NULL, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "o", &unit_path);
+        if (r < 0)
+                return r;
+
+        r = get_property(t->bus, unit_path, SYSTEMD_UNIT, "Job", &job);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(job, "v", "(uo)", &job_id, &job_path);
+        if (r < 0)
+                return r;
+        if (job_id == 0)
+                return 0;
+
+        r = get_property(t->bus, job_path, SYSTEMD_JOB, "JobType", &type);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(type, "v", "s", &job_type);
+        if (r < 0)
+                return r;
+        /* The manager runs a restart job as "restart" until the stop half is done. */
+        return streq(job_type, "restart") || streq(job_type, "try-restart") || streq(job_type, "reload-or-restart");
+}

@@ -37,6 +37,10 @@ int unit_tracker_rescan(UnitTracker *t);
 
 /* True once a systemd manager answered and the first enumeration finished. */
 bool unit_tracker_is_ready(const UnitTracker *t);
+/* > 0 when the unit of pid has a restart job queued (thpd asks about itself on SIGTERM), 0 when
+ * not, negative errno when the manager cannot tell. Synchronous, with a short timeout. */
+int unit_tracker_restart_queued_for_pid(UnitTracker *t, pid_t pid);
+
 /* True once the units were listed or no manager answered; stays true. */
 bool unit_tracker_has_answered(const UnitTracker *t);
 

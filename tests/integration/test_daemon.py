@@ -361,5 +361,28 @@ class DaemonTest(ThpdTestCase):
         thpd.stop()
 
 
+    def test_12_restarting_thpds_unit_hands_the_knobs_over(self):
+        # A package upgrade restarts thpd.service: Redis must not run under the baseline, not
+        # even between the two instances. A plain stop still restores.
+        self.write_policy('redis.conf', REDIS_POLICY)
+        self.start_unit('redis-server.service')
+        unit, log = 'thpd-under-test.service', self.tmp / 'thpd-under-test.log'
+        self.start_unit(unit, *self.thpd_argv(),
+                        properties=('Type=notify', f'StandardOutput=append:{log}', 'StandardError=inherit',
+                                    f'Environment=DBUS_SESSION_BUS_ADDRESS={self.stack.env["DBUS_SESSION_BUS_ADDRESS"]}'))
+        self.wait_knobs(REDIS)
+        written = {knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}
+
+        self.stack.run('systemctl', '--user', 'restart', unit)
+        self.assert_knobs(REDIS)
+        self.assertEqual({knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}, written,
+                         'a knob Redis needs was written during the restart')
+        self.assertIn("thpd's unit is restarting: leaving the knobs for the next instance", log.read_text())
+        self.assertTrue((self.runtime_dir / 'baseline').exists())
+
+        self.stop_unit(unit)
+        self.assert_knobs(BASELINE)
+        self.assertFalse((self.runtime_dir / 'baseline').exists(), 'a stop restores and drops the record')
+
 if __name__ == '__main__':
     thpdtest.main()
