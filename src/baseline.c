@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "baseline.h"
+#include "runtime-file.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -86,12 +87,8 @@ int baseline_load(const char *runtime_dir, Baseline *ret) {
 }
 
 int baseline_save(const char *runtime_dir, const Baseline *b) {
-        g_autofree char *path = g_build_filename(runtime_dir, BASELINE_FILE, NULL);
-        g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
         g_autoptr(GString) s = g_string_new(BASELINE_HEADER);
-        _cleanup_close_ int fd = -1;
         char buf[24];
-        ssize_t n;
 
         FOREACH_KNOB(k)
                 if (b->knobs[k] != KNOB_VALUE_UNSET)
@@ -99,29 +96,9 @@ int baseline_save(const char *runtime_dir, const Baseline *b) {
         for (size_t i = 0; i < b->n_pools; i++)
                 g_string_append_printf(s, "pool %" PRIu64 " %d %" PRIu64 "\n",
                                        b->pools[i].page_size_kb, b->pools[i].node, b->pools[i].pages);
-
-        if (g_mkdir_with_parents(runtime_dir, 0755) < 0)
-                return -errno;
-
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        n = write(fd, s->str, s->len);
-        if (n < 0)
-                return -errno;
-        if ((size_t) n != s->len)
-                return -EIO;
-        if (fsync(fd) < 0)
-                return -errno;
-        if (rename(tmp, path) < 0)
-                return -errno;
-        return 0;
+        return runtime_file_write(runtime_dir, BASELINE_FILE, s->str);
 }
 
 int baseline_remove(const char *runtime_dir) {
-        g_autofree char *path = g_build_filename(runtime_dir, BASELINE_FILE, NULL);
-
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        return runtime_file_remove(runtime_dir, BASELINE_FILE);
 }

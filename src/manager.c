@@ -9,8 +9,10 @@
 #include "manager-bus.h"
 #include "manager-pools.h"
 #include "manager.h"
+#include "runtime-file.h"
 #include "storm.h"
 #include "sysfs.h"
+#include "unit-record.h"
 #include "util.h"
 
 #define USEC_PER_SEC_ACCURACY UINT64_C(1000000)
@@ -106,6 +108,7 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->pools);
         g_hash_table_destroy(m->needs_restart);
         g_hash_table_destroy(m->seen_wanted);
+        g_free(m->unit_record);
         g_free(m->status);
         g_free(m->sysfs_root);
         g_free(m->procfs_root);
@@ -257,6 +260,32 @@ static void load_policies(Manager *m) {
         log_info("Loaded %u policy file(s).", m->policies->len);
 }
 
+/* The units the earlier run saw start under their policies are not listed as needing a restart. */
+static void load_unit_record(Manager *m) {
+        g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        GHashTableIter iter;
+        const char *name, *policy;
+        int r;
+
+        r = unit_record_load(m->runtime_dir, started, restart);
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Ignoring the unit record in %s (%s); running units of policies will be listed as "
+                                  "needing a restart.", m->runtime_dir, strerror(-r));
+                return;
+        }
+        g_hash_table_iter_init(&iter, started);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                g_hash_table_add(m->seen_wanted, g_strdup(name));
+        g_hash_table_iter_init(&iter, restart);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, (gpointer *) &policy)) {
+                g_hash_table_add(m->seen_wanted, g_strdup(name));
+                g_hash_table_insert(m->needs_restart, g_strdup(name), g_strdup(policy));
+        }
+}
+
 /* A recorded baseline means an earlier thpd wrote knobs and may have died before restoring:
  * whatever differs from the record now is ours to put back. */
 static int setup_baseline(Manager *m) {
@@ -307,8 +336,10 @@ static int setup_baseline(Manager *m) {
                                    state.nr != p->pages;
         }
 
-        if (reused)
+        if (reused) {
                 log_info("Reusing the baseline recorded in %s by an earlier run.", m->runtime_dir);
+                load_unit_record(m);
+        }
         return 0;
 }
 
@@ -358,6 +389,34 @@ static void arm_grace_timer(Manager *m, uint64_t when) {
         }
         (void) sd_event_source_set_time(m->grace_timer, when);
         (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_ONESHOT);
+}
+
+/* Until the manager has listed the units (or turned out absent), thpd knows nothing of what runs. */
+static bool units_known(const Manager *m) {
+        return !m->units || unit_tracker_has_answered(m->units);
+}
+
+/* Only when the sets changed: unit churn outside policies costs no write. */
+static void save_unit_record(Manager *m) {
+        g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
+        g_autofree char *text = NULL;
+        GHashTableIter iter;
+        const char *name;
+        int r;
+
+        g_hash_table_iter_init(&iter, m->seen_wanted);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(m->needs_restart, name))
+                        g_hash_table_add(started, (gpointer) name);
+        text = unit_record_format(started, m->needs_restart);
+        if (streq_ptr(text, m->unit_record))
+                return;
+        r = runtime_file_write(m->runtime_dir, UNIT_RECORD_FILE, text);
+        if (r < 0)
+                log_warning_errno(r, "Cannot record the units of active policies in %s (%s): after a restart, "
+                                  "thpd would list them as needing a restart.", m->runtime_dir, strerror(-r));
+        g_free(m->unit_record);
+        m->unit_record = TAKE_PTR(text);
 }
 
 /* Works out which policies the wanted units activate, and which stopped ones still hold their
@@ -412,17 +471,21 @@ static GArray *collect_active(Manager *m) {
                         rt->pool_grace_until = 0;
         }
 
-        /* Units no longer wanted start afresh: their next start maps memory under the policy. */
-        g_hash_table_remove_all(m->seen_wanted);
-        GHashTableIter iter;
-        const char *name;
-        g_hash_table_iter_init(&iter, wanted_now);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                g_hash_table_add(m->seen_wanted, g_strdup(name));
-        g_hash_table_iter_init(&iter, m->needs_restart);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(wanted_now, name))
-                        g_hash_table_iter_remove(&iter);
+        /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
+        if (units_known(m)) {
+                /* Units no longer wanted start afresh: their next start maps memory under the policy. */
+                g_hash_table_remove_all(m->seen_wanted);
+                GHashTableIter iter;
+                const char *name;
+                g_hash_table_iter_init(&iter, wanted_now);
+                while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                        g_hash_table_add(m->seen_wanted, g_strdup(name));
+                g_hash_table_iter_init(&iter, m->needs_restart);
+                while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                        if (!g_hash_table_contains(wanted_now, name))
+                                g_hash_table_iter_remove(&iter);
+                save_unit_record(m);
+        }
 
         arm_grace_timer(m, next_grace);
         return active;
@@ -453,7 +516,7 @@ const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size
 static void apply_knobs(Manager *m, GArray *changes) {
         /* Until the manager has listed what runs, any write could loosen a knob a running
          * service needs (a restarted thpd finds its predecessor's values in place). */
-        bool hold = m->units && !unit_tracker_has_answered(m->units);
+        bool hold = !units_known(m);
         bool baseline_dirty = false;
 
         FOREACH_KNOB(k) {
@@ -586,7 +649,7 @@ void manager_apply(Manager *m) {
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 
         apply_knobs(m, changes);
-        if (!m->units || unit_tracker_has_answered(m->units))
+        if (units_known(m))
                 manager_apply_pools(m);
         m->applied_once = true;
         m->apply_generation++;

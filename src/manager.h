@@ -84,6 +84,7 @@ typedef struct Manager {
         bool applied_once;
         unsigned apply_generation;
         char *status;
+        char *unit_record;             /* as last written to the runtime directory */
 
         struct StormWatcher *storm;    /* NULL until the storm watcher runs */
 

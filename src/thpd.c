@@ -8,6 +8,8 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "runtime-file.h"
+#include "unit-record.h"
 #include "util.h"
 
 static const char *arg_sysfs = "/sys";
@@ -189,9 +191,10 @@ static int run(int argc, char *argv[]) {
                         log_info("Leaving the knobs as they are (%s).", arg_no_restore ? "--no-restore" : "RestoreOnExit=no");
                 else if (exit_code == 0) {
                         r = manager_restore(m);
-                        if (r >= 0)
+                        if (r >= 0) {
                                 (void) baseline_remove(m->runtime_dir);
-                        else {
+                                (void) runtime_file_remove(m->runtime_dir, UNIT_RECORD_FILE);
+                        } else {
                                 log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",
                                           m->runtime_dir);
                                 exit_code = 1;

@@ -6,6 +6,7 @@ Every scenario runs a fresh daemon on a fresh scratch sysfs (kernel defaults: en
 no daemon. Run as root: THPD_BIN=build/src/thpd /usr/bin/python3 -B test_daemon.py -v
 """
 
+import json
 import os
 import shutil
 import signal
@@ -271,6 +272,29 @@ class DaemonTest(ThpdTestCase):
                          'the restarted thpd wrote a knob Redis needs')
         self.stop_unit('redis-server.service')
         self.wait_knobs(BASELINE)
+        second.stop()
+
+    def needs_restart(self):
+        out = self.stack.run('busctl', '--user', '--json=short', 'get-property', 'org.thpd1', '/org/thpd1',
+                             'org.thpd1.Manager', 'NeedsRestart').stdout
+        return json.loads(out)['data']
+
+    def test_05_restarted_daemon_knows_which_units_started_under_their_policy(self):
+        # Without the unit record, the new instance took Redis, which started under never, for
+        # a service started before its policy.
+        self.write_policy('redis.conf', REDIS_POLICY)
+        self.write_policy('jvm.conf', LOOSE_POLICY)
+        self.start_unit('jvm-app.service')
+        first = self.start_thpd()
+        self.start_unit('redis-server.service')
+        self.wait_knobs(REDIS)
+        self.assertEqual(self.needs_restart(), [['jvm-app.service', 'jvm.conf']])
+        first.kill()
+        second = self.start_thpd()
+        self.assertEqual(self.needs_restart(), [['jvm-app.service', 'jvm.conf']])
+        # A unit that restarts after the restart of thpd starts under its policy.
+        self.stack.run('systemctl', '--user', 'restart', 'jvm-app.service')
+        thpdtest.wait_until(lambda: self.needs_restart() == [], message=lambda: self._describe('NeedsRestart to empty'))
         second.stop()
 
     def test_06_pool_grows_on_start_and_shrinks_after_the_grace_period(self):

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "sysfs.h"
+#include "unit-record.h"
+#include "util.h"
+
+#define UNIT_RECORD_HEADER "# thpd units v1: units of active policies (started under them, or needing a restart)\n"
+
+static int compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+static bool valid_word(const char *s) {
+        return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
+}
+
+int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart) {
+        g_auto(GStrv) lines = NULL;
+
+        if (!g_str_has_prefix(text, UNIT_RECORD_HEADER))
+                return -EBADMSG;
+        lines = g_strsplit(text + strlen(UNIT_RECORD_HEADER), "\n", -1);
+        for (size_t i = 0; lines[i]; i++) {
+                g_auto(GStrv) words = NULL;
+
+                if (lines[i][0] == '\0')
+                        continue;
+                words = g_strsplit(lines[i], " ", -1);
+                if (streq(words[0], "started") && g_strv_length(words) == 2 && valid_word(words[1]))
+                        g_hash_table_add(started, g_strdup(words[1]));
+                else if (streq(words[0], "restart") && g_strv_length(words) == 3 && valid_word(words[1]) &&
+                         valid_word(words[2]))
+                        g_hash_table_insert(needs_restart, g_strdup(words[1]), g_strdup(words[2]));
+                else
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
+static GPtrArray *sorted_keys(GHashTable *table) {
+        GPtrArray *keys = g_ptr_array_new();
+        GHashTableIter iter;
+        gpointer key;
+
+        g_hash_table_iter_init(&iter, table);
+        while (g_hash_table_iter_next(&iter, &key, NULL))
+                g_ptr_array_add(keys, key);
+        g_ptr_array_sort(keys, compare_strings);
+        return keys;
+}
+
+char *unit_record_format(GHashTable *started, GHashTable *needs_restart) {
+        g_autoptr(GPtrArray) names = sorted_keys(started);
+        g_autoptr(GPtrArray) restart = sorted_keys(needs_restart);
+        GString *s = g_string_new(UNIT_RECORD_HEADER);
+
+        for (guint i = 0; i < names->len; i++)
+                g_string_append_printf(s, "started %s\n", (const char *) g_ptr_array_index(names, i));
+        for (guint i = 0; i < restart->len; i++) {
+                const char *unit = g_ptr_array_index(restart, i);
+
+                g_string_append_printf(s, "restart %s %s\n", unit, (const char *) g_hash_table_lookup(needs_restart, unit));
+        }
+        return g_string_free(s, FALSE);
+}
+
+int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *needs_restart) {
+        g_autofree char *path = g_build_filename(runtime_dir, UNIT_RECORD_FILE, NULL);
+        _cleanup_free_ char *content = NULL;
+        int r;
+
+        r = read_small_file(path, &content);
+        if (r < 0)
+                return r;
+        return unit_record_parse(content, started, needs_restart);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <glib.h>
+
+#include "runtime-file.h"
+#include "test-util.h"
+#include "unit-record.h"
+#include "util.h"
+
+#define HEADER "# thpd units v1: units of active policies (started under them, or needing a restart)\n"
+
+static GHashTable *new_set(void) {
+        return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+static GHashTable *new_map(void) {
+        return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+START_TEST(test_round_trip_is_sorted) {
+        g_autoptr(GHashTable) started = new_set(), restart = new_map();
+        g_autoptr(GHashTable) started2 = new_set(), restart2 = new_map();
+        g_autofree char *text = NULL, *again = NULL;
+
+        g_hash_table_add(started, g_strdup("redis-server.service"));
+        g_hash_table_add(started, g_strdup("postgresql@15-main.service"));
+        g_hash_table_insert(restart, g_strdup("mongod.service"), g_strdup("mongodb.conf"));
+
+        text = unit_record_format(started, restart);
+        ck_assert_str_eq(text, HEADER "started postgresql@15-main.service\nstarted redis-server.service\n"
+                               "restart mongod.service mongodb.conf\n");
+        ck_assert_int_eq(unit_record_parse(text, started2, restart2), 0);
+        ck_assert_uint_eq(g_hash_table_size(started2), 2);
+        ck_assert(g_hash_table_contains(started2, "redis-server.service"));
+        ck_assert_str_eq(g_hash_table_lookup(restart2, "mongod.service"), "mongodb.conf");
+        again = unit_record_format(started2, restart2);
+        ck_assert_str_eq(again, text);
+}
+END_TEST
+
+START_TEST(test_empty_record) {
+        g_autoptr(GHashTable) started = new_set(), restart = new_map();
+        g_autofree char *text = unit_record_format(started, restart);
+
+        ck_assert_str_eq(text, HEADER);
+        ck_assert_int_eq(unit_record_parse(text, started, restart), 0);
+        ck_assert_uint_eq(g_hash_table_size(started), 0);
+}
+END_TEST
+
+START_TEST(test_bad_records) {
+        static const char *const bad[] = {
+                "",
+                "# thpd baseline v1: the kernel's values before thpd changed them\n",
+                HEADER "started\n",
+                HEADER "started a.service b.service\n",
+                HEADER "restart a.service\n",
+                HEADER "stopped a.service\n",
+                HEADER "started \xff.service\n",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                g_autoptr(GHashTable) started = new_set(), restart = new_map();
+
+                ck_assert_msg(unit_record_parse(bad[i], started, restart) == -EBADMSG, "accepted: %s", bad[i]);
+        }
+}
+END_TEST
+
+START_TEST(test_load_written_record) {
+        g_autofree char *dir = test_mkdtemp();
+        g_autofree char *sub = g_build_filename(dir, "run", NULL);
+        g_autoptr(GHashTable) started = new_set(), restart = new_map();
+
+        ck_assert_int_eq(unit_record_load(sub, started, restart), -ENOENT);
+        ck_assert_int_eq(runtime_file_write(sub, UNIT_RECORD_FILE, HEADER "started a.service\n"), 0);
+        ck_assert_int_eq(unit_record_load(sub, started, restart), 0);
+        ck_assert(g_hash_table_contains(started, "a.service"));
+        ck_assert_int_eq(runtime_file_remove(sub, UNIT_RECORD_FILE), 0);
+        ck_assert_int_eq(runtime_file_remove(sub, UNIT_RECORD_FILE), 0);
+        ck_assert_int_eq(unit_record_load(sub, started, restart), -ENOENT);
+        test_rm_rf(dir);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("unit-record");
+        TCase *tc = tcase_create("core");
+
+        tcase_add_test(tc, test_round_trip_is_sorted);
+        tcase_add_test(tc, test_empty_record);
+        tcase_add_test(tc, test_bad_records);
+        tcase_add_test(tc, test_load_written_record);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
