@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
 
         diagnostics_init(&diag);
-        if (policy_parse_file(f, "fuzz.conf", &diag, &p) >= 0) {
+        if (policy_parse_file(f, "fuzz.conf", 0, &diag, &p) >= 0) {
                 for (size_t i = 0; units[i]; i++)
                         (void) policy_matches_unit(p, units[i]);
                 for (char **u = p->units; *u; u++)

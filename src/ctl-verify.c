@@ -46,7 +46,7 @@ static int verify_dirs(const char *const *dirs, Diagnostics *diag) {
                                (const char *) g_ptr_array_index(f->shadowed, j));
 
                 if (f->path)
-                        (void) policy_load(f->path, diag, &p);
+                        (void) policy_load(f->path, POLICY_PARSE_STRICT, diag, &p);
         }
         return 0;
 }
@@ -68,7 +68,7 @@ int verb_verify(const CtlOptions *o, int argc, char *argv[]) {
                         g_autoptr(Policy) p = NULL;
 
                         /* The outcome is in diag, for every file. */
-                        (void) policy_load(argv[i], &diag, &p);
+                        (void) policy_load(argv[i], POLICY_PARSE_STRICT, &diag, &p);
                 }
 
         fflush(stdout);

@@ -53,16 +53,20 @@ static void closedirp(DIR **d) {
 
 /* Anyone who can write a policy can change kernel memory settings for the whole machine, so a
  * policy counts only if the trusted uid owns it and nobody else can write it. */
-static bool check_trusted(const char *path, const char *what, const struct stat *st, uid_t uid, Diagnostics *diag) {
+static bool check_trusted(const char *path, const char *what, const struct stat *st, uid_t uid, DiagnosticLevel level,
+                          Diagnostics *diag) {
+        /* A warning is for a file outside the policy directories (a package's build tree): it
+         * is the place thpd would not trust, the file may well be installed right. */
+        const char *verdict = level == DIAGNOSTIC_ERROR ? "not trusted, ignored" : "thpd would not trust it there";
+
         if (st->st_uid != uid) {
-                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "%s is owned by uid %u, not %u: not trusted, ignored",
-                                what, (unsigned) st->st_uid, (unsigned) uid);
+                diagnostics_add(diag, level, path, 0, "%s is owned by uid %u, not %u: %s", what, (unsigned) st->st_uid,
+                                (unsigned) uid, verdict);
                 return false;
         }
         if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0,
-                                "%s is writable by group or others (mode %04o): not trusted, ignored", what,
-                                (unsigned) (st->st_mode & 07777));
+                diagnostics_add(diag, level, path, 0, "%s is writable by group or others (mode %04o): %s", what,
+                                (unsigned) (st->st_mode & 07777), verdict);
                 return false;
         }
         return true;
@@ -70,25 +74,35 @@ static bool check_trusted(const char *path, const char *what, const struct stat 
 
 /* A symlink may lead out of the policy directory, so the directory that really holds the file
  * must be trusted too. */
-static bool file_is_trusted(const char *path, const struct stat *st, uid_t uid, Diagnostics *diag) {
+static bool file_is_trusted(const char *path, const struct stat *st, uid_t uid, DiagnosticLevel level,
+                            Diagnostics *diag) {
         g_autofree char *parent = NULL, *what = NULL;
         char real[PATH_MAX];
         struct stat parent_st;
 
-        if (!check_trusted(path, "file", st, uid, diag))
+        if (!check_trusted(path, "file", st, uid, level, diag))
                 return false;
 
         if (!realpath(path, real)) {
-                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot resolve: %s", g_strerror(errno));
+                diagnostics_add(diag, level, path, 0, "cannot resolve: %s", g_strerror(errno));
                 return false;
         }
         parent = g_path_get_dirname(real);
         if (stat(parent, &parent_st) < 0) {
-                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot stat %s: %s", parent, g_strerror(errno));
+                diagnostics_add(diag, level, path, 0, "cannot stat %s: %s", parent, g_strerror(errno));
                 return false;
         }
         what = g_strdup_printf("directory %s", parent);
-        return check_trusted(path, what, &parent_st, uid, diag);
+        return check_trusted(path, what, &parent_st, uid, level, diag);
+}
+
+bool policy_file_check_trusted(const char *path, DiagnosticLevel level, Diagnostics *diag) {
+        struct stat st;
+
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                /* policy_load() names what is wrong with it. */
+                return false;
+        return file_is_trusted(path, &st, policy_trusted_uid(), level, diag);
 }
 
 static bool is_policy_name(const char *name) {
@@ -115,7 +129,7 @@ static void enumerate_dir(const char *dir, uid_t uid, GHashTable *by_name, GPtrA
                 diagnostics_add(diag, DIAGNOSTIC_ERROR, dir, 0, "cannot stat directory: %s", g_strerror(errno));
                 return;
         }
-        if (!check_trusted(dir, "directory", &st, uid, diag))
+        if (!check_trusted(dir, "directory", &st, uid, DIAGNOSTIC_ERROR, diag))
                 return;
 
         errno = 0;
@@ -148,7 +162,7 @@ static void enumerate_dir(const char *dir, uid_t uid, GHashTable *by_name, GPtrA
                         diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "not a regular file, ignored");
                         continue;
                 }
-                if (S_ISREG(st.st_mode) && !file_is_trusted(path, &st, uid, diag))
+                if (S_ISREG(st.st_mode) && !file_is_trusted(path, &st, uid, DIAGNOSTIC_ERROR, diag))
                         continue;
 
                 f = g_new0(PolicyFile, 1);
@@ -213,7 +227,7 @@ int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret
                 if (!f->path)
                         continue;
                 /* A bad file is reported in diag and skipped; the others still load. */
-                if (policy_load(f->path, diag, &p) >= 0)
+                if (policy_load(f->path, 0, diag, &p) >= 0)
                         g_ptr_array_add(policies, p);
         }
 

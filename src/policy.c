@@ -52,6 +52,7 @@ typedef struct Parser {
         FILE *f;
         const char *path;
         Diagnostics *diag;
+        bool strict; /* POLICY_PARSE_STRICT */
 
         /* Reader state */
         unsigned line;
@@ -100,6 +101,52 @@ static void parser_done(Parser *p) {
 
 #define error_at(p, line, ...) diagnostics_add((p)->diag, DIAGNOSTIC_ERROR, (p)->path, (line), __VA_ARGS__)
 #define warning_at(p, line, ...) diagnostics_add((p)->diag, DIAGNOSTIC_WARNING, (p)->path, (line), __VA_ARGS__)
+/* What the daemon ignores so that a newer policy still loads on an older thpd, and what verify
+ * fails on, so that a typo does not ship. */
+#define unknown_at(p, line, ...) \
+        diagnostics_add((p)->diag, (p)->strict ? DIAGNOSTIC_ERROR : DIAGNOSTIC_WARNING, (p)->path, (line), __VA_ARGS__)
+
+static const char *const policy_keys[] = { "Description", "Units" };
+static const char *const hugetlb_keys[] = { "Size", "Pages", "PageSize", "Node" };
+
+/* The keys a known section takes; NULL for an unknown section. */
+static GPtrArray *section_keys(const char *section) {
+        GPtrArray *keys = g_ptr_array_new();
+
+        if (streq(section, "Policy"))
+                for (size_t i = 0; i < ELEMENTSOF(policy_keys); i++)
+                        g_ptr_array_add(keys, (gpointer) policy_keys[i]);
+        else if (streq(section, "HugeTLB"))
+                for (size_t i = 0; i < ELEMENTSOF(hugetlb_keys); i++)
+                        g_ptr_array_add(keys, (gpointer) hugetlb_keys[i]);
+        else
+                FOREACH_KNOB(k)
+                        if (streq(knob_info(k)->section, section))
+                                g_ptr_array_add(keys, (gpointer) knob_info(k)->key);
+        return keys;
+}
+
+/* "; did you mean Enabled=?", "; Defrag= belongs in [Khugepaged]" or "": a hint for an unknown
+ * key. A key of another section is named first, since a near miss in this one is likelier a
+ * coincidence ("Defrag" is a key of both knob sections, so it is never misplaced). */
+static char *unknown_key_hint(const char *section, const char *key) {
+        g_autoptr(GPtrArray) keys = section_keys(section);
+        const char *match;
+
+        for (size_t i = 0; i < ELEMENTSOF(known_sections); i++) {
+                g_autoptr(GPtrArray) other = NULL;
+
+                if (streq(known_sections[i], section))
+                        continue;
+                other = section_keys(known_sections[i]);
+                for (guint j = 0; j < other->len; j++)
+                        if (g_ascii_strcasecmp(g_ptr_array_index(other, j), key) == 0)
+                                return g_strdup_printf("; %s= belongs in [%s]", (const char *) g_ptr_array_index(other, j),
+                                                       known_sections[i]);
+        }
+        match = closest_match(key, (const char *const *) keys->pdata, keys->len);
+        return match ? g_strdup_printf("; did you mean %s=?", match) : g_strdup("");
+}
 
 /* The helpers below follow inih's own (ini.c), so that classify_line() agrees with it. */
 static char *skip_space(char *s) {
@@ -137,8 +184,15 @@ static void begin_section(Parser *p, const char *name) {
                 if (streq(name, known_sections[i]))
                         p->section_known = true;
 
-        if (!p->section_known)
-                warning_at(p, p->line, "unknown section [%s], its keys are ignored", name);
+        if (!p->section_known) {
+                const char *match = closest_match(name, known_sections, ELEMENTSOF(known_sections));
+
+                if (match)
+                        unknown_at(p, p->line, "unknown section [%s], its keys are ignored; did you mean [%s]?", name,
+                                   match);
+                else
+                        unknown_at(p, p->line, "unknown section [%s], its keys are ignored", name);
+        }
         else if (streq(name, "Policy") && p->policy_section_line == 0)
                 p->policy_section_line = p->line;
         else if (streq(name, "HugeTLB") && p->hugetlb_section_line == 0)
@@ -322,6 +376,12 @@ static bool check_duplicate(Parser *p, unsigned *seen_line, const char *key) {
         return false;
 }
 
+static void unknown_key(Parser *p, const char *key) {
+        g_autofree char *hint = unknown_key_hint(p->section, key);
+
+        unknown_at(p, p->line, "unknown key %s= in [%s], ignored%s", key, p->section, hint);
+}
+
 static ContinuationTarget handle_policy_key(Parser *p, const char *key, const char *value) {
         if (streq(key, "Description")) {
                 if (check_duplicate(p, &p->description_line, key))
@@ -335,7 +395,7 @@ static ContinuationTarget handle_policy_key(Parser *p, const char *key, const ch
                 add_units(p, value);
                 return CONTINUE_UNITS;
         }
-        warning_at(p, p->line, "unknown key %s= in [Policy], ignored", key);
+        unknown_key(p, key);
         return CONTINUE_IGNORE;
 }
 
@@ -384,7 +444,7 @@ static ContinuationTarget handle_hugetlb_key(Parser *p, const char *key, const c
                                  HUGETLB_NODE_MAX);
                 return CONTINUE_REJECT;
         }
-        warning_at(p, p->line, "unknown key %s= in [HugeTLB], ignored", key);
+        unknown_key(p, key);
         return CONTINUE_IGNORE;
 }
 
@@ -396,10 +456,10 @@ static ContinuationTarget handle_knob_key(Parser *p, const char *key, const char
         r = knob_from_policy_key(p->section, key, &k);
         if (r < 0) {
                 if (g_str_has_prefix(key, "Enabled.") && streq(p->section, "TransparentHugePages"))
-                        warning_at(p, p->line, "unknown key %s= in [%s], ignored; per-size keys are Enabled.8K, "
+                        unknown_at(p, p->line, "unknown key %s= in [%s], ignored; per-size keys are Enabled.8K, "
                                    "Enabled.16K, ... Enabled.2M, ... Enabled.16G", key, p->section);
                 else
-                        warning_at(p, p->line, "unknown key %s= in [%s], ignored", key, p->section);
+                        unknown_key(p, key);
                 return CONTINUE_IGNORE;
         }
         if (check_duplicate(p, &p->knob_seen[k], key))
@@ -448,7 +508,7 @@ static int policy_handler(void *user, const char *section, const char *name, con
                 return 1;
         }
         if (!p->section) {
-                warning_at(p, p->line, "%s= is outside of any section, ignored", name);
+                unknown_at(p, p->line, "%s= is outside of any section, ignored", name);
                 return 1;
         }
         if (!p->section_known)
@@ -513,7 +573,7 @@ static Policy *parser_build_policy(Parser *p) {
         return g_steal_pointer(&policy);
 }
 
-int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret) {
+int policy_parse_file(FILE *f, const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
         Diagnostics local;
         Parser p;
         unsigned errors_before;
@@ -531,6 +591,7 @@ int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret
                 .f = f,
                 .path = path,
                 .diag = diag,
+                .strict = flags & POLICY_PARSE_STRICT,
                 .description = g_string_new(NULL),
                 .units = g_ptr_array_new_with_free_func(g_free),
         };
@@ -567,7 +628,7 @@ finish:
         return r;
 }
 
-int policy_load(const char *path, Diagnostics *diag, Policy **ret) {
+int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
         _cleanup_fclose_ FILE *f = NULL;
         int fd, r;
 
@@ -584,7 +645,7 @@ int policy_load(const char *path, Diagnostics *diag, Policy **ret) {
                 diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot open: %s", g_strerror(-r));
                 return r;
         }
-        return policy_parse_file(f, path, diag, ret);
+        return policy_parse_file(f, path, flags, diag, ret);
 }
 
 static bool pattern_matches(const char *pattern, const char *unit) {

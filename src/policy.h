@@ -31,11 +31,17 @@ typedef struct Policy {
 Policy *policy_free(Policy *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Policy, policy_free)
 
+typedef enum PolicyParseFlags {
+        /* Unknown sections and keys are errors (thpd-ctl verify: a typo must not ship) rather
+         * than warnings (the daemon: a policy written for a newer thpd still loads). */
+        POLICY_PARSE_STRICT = 1 << 0,
+} PolicyParseFlags;
+
 /* Parses one policy. "path" names the file in diagnostics. Every problem is added to diag as
  * FILE:LINE; returns -EINVAL (ret untouched) when there is at least one error, so a bad file
- * never half-applies. Warnings (unknown keys) do not fail the parse. */
-int policy_parse_file(FILE *f, const char *path, Diagnostics *diag, Policy **ret);
-int policy_load(const char *path, Diagnostics *diag, Policy **ret);
+ * never half-applies. Warnings (unknown keys, unless strict) do not fail the parse. */
+int policy_parse_file(FILE *f, const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret);
+int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret);
 
 /* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
  * instance of the template). */
@@ -62,6 +68,11 @@ int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray 
 
 /* Enumerates and parses: ret holds Policy* of every good, unmasked file in lexical order. */
 int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret);
+
+/* Whether the daemon would trust the file where it is: owned by the trusted uid, writable by
+ * nobody else, in a directory that is the same. Says why not in diag, at level. False also for
+ * what is not a regular file (without a diagnostic: loading it tells). */
+bool policy_file_check_trusted(const char *path, DiagnosticLevel level, Diagnostics *diag);
 
 /* The uid that owns trusted files: 0, or THPD_TRUSTED_UID for tests run without root. */
 uid_t policy_trusted_uid(void);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -111,4 +112,56 @@ const char *format_page_size(uint64_t kb, char buf[static 24]) {
         else
                 snprintf(buf, 24, "%lluK", (unsigned long long) kb);
         return buf;
+}
+
+/* Optimal string alignment distance, ignoring ASCII case: "Enabeld" is one step from
+ * "Enabled", as people count typos. Words longer than SUGGEST_MAX_LEN get no suggestion. */
+#define SUGGEST_MAX_LEN 64
+
+static unsigned edit_distance(const char *a, size_t la, const char *b, size_t lb) {
+        unsigned d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1];
+
+        for (size_t i = 0; i <= la; i++)
+                d[i][0] = (unsigned) i;
+        for (size_t j = 0; j <= lb; j++)
+                d[0][j] = (unsigned) j;
+        for (size_t i = 1; i <= la; i++)
+                for (size_t j = 1; j <= lb; j++) {
+                        unsigned cost = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
+                        unsigned best = d[i - 1][j - 1] + cost;
+
+                        if (d[i - 1][j] + 1 < best)
+                                best = d[i - 1][j] + 1;
+                        if (d[i][j - 1] + 1 < best)
+                                best = d[i][j - 1] + 1;
+                        if (i > 1 && j > 1 && tolower((unsigned char) a[i - 1]) == tolower((unsigned char) b[j - 2]) &&
+                            tolower((unsigned char) a[i - 2]) == tolower((unsigned char) b[j - 1]) &&
+                            d[i - 2][j - 2] + 1 < best)
+                                best = d[i - 2][j - 2] + 1;
+                        d[i][j] = best;
+                }
+        return d[la][lb];
+}
+
+const char *closest_match(const char *word, const char *const *candidates, size_t n) {
+        size_t lw = strlen(word);
+        const char *best = NULL;
+        unsigned best_distance = UINT_MAX;
+
+        if (lw == 0 || lw > SUGGEST_MAX_LEN)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                size_t lc = strlen(candidates[i]);
+                /* Short names tolerate one typo, longer ones two or three; more is another word. */
+                unsigned allowed = lc <= 4 ? 1 : lc <= 10 ? 2 : 3, d;
+
+                if (lc > SUGGEST_MAX_LEN)
+                        continue;
+                d = edit_distance(word, lw, candidates[i], lc);
+                if (d <= allowed && d < best_distance) {
+                        best = candidates[i];
+                        best_distance = d;
+                }
+        }
+        return best;
 }

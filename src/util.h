@@ -66,3 +66,7 @@ int parse_duration_usec(const char *s, uint64_t *ret);
 
 /* Formats a size in kB as the kernel's page-size suffix would ("2048kB" -> "2M"). */
 const char *format_page_size(uint64_t kb, char buf[static 24]);
+
+/* The candidate a typo of word most likely meant ("Enabeld" -> "Enabled", "enabled" ->
+ * "Enabled"), or NULL when none is close. For "did you mean" hints. */
+const char *closest_match(const char *word, const char *const *candidates, size_t n);

@@ -32,7 +32,7 @@ expect_line "$bad/broken.conf:5: error: duplicate key Units= (first set on line 
 expect_line "$bad/broken.conf:8: error: invalid value 'sometimes' for Enabled=; accepted: never, madvise, always" "$scratch/err"
 expect_line "$bad/broken.conf:9: error: syntax error: expected Key=Value, [Section] or a comment" "$scratch/err"
 expect_line "$bad/broken.conf:12: error: MaxPtesNone=512 is out of range; accepted: 0-511" "$scratch/err"
-expect_line "$bad/broken.conf:14: warning: unknown section [Bogus], its keys are ignored" "$scratch/err"
+expect_line "$bad/broken.conf:14: error: unknown section [Bogus], its keys are ignored" "$scratch/err"
 [ "$(wc -l <"$scratch/err")" -eq 6 ] || fail "broken.conf: expected 6 diagnostics: $(cat "$scratch/err")"
 
 # Every file is checked even after a bad one; warnings alone do not fail.

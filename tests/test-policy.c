@@ -11,11 +11,19 @@ static int parse_bytes(const char *data, size_t size, Diagnostics *d, Policy **r
         _cleanup_fclose_ FILE *f = fmemopen((void *) data, size, "r");
 
         ck_assert_ptr_nonnull(f);
-        return policy_parse_file(f, PATH, d, ret);
+        return policy_parse_file(f, PATH, 0, d, ret);
 }
 
 static int parse(const char *text, Diagnostics *d, Policy **ret) {
         return parse_bytes(text, strlen(text), d, ret);
+}
+
+/* As thpd-ctl verify parses. */
+static int parse_strict(const char *text, Diagnostics *d, Policy **ret) {
+        _cleanup_fclose_ FILE *f = fmemopen((void *) text, strlen(text), "r");
+
+        ck_assert_ptr_nonnull(f);
+        return policy_parse_file(f, PATH, POLICY_PARSE_STRICT, d, ret);
 }
 
 /* Fails unless a diagnostic of this level sits at exactly this line and mentions "needle". */
@@ -168,7 +176,7 @@ START_TEST(test_empty_file) {
 
         test_write_file(dir, "empty.conf", "");
         diagnostics_init(&d);
-        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_int_eq(policy_load(path, 0, &d, &p), -EINVAL);
         ck_assert_ptr_null(p);
         ck_assert_uint_eq(d.n_errors, 1);
         ck_assert_str_eq(((Diagnostic *) g_ptr_array_index(d.items, 0))->file, path);
@@ -184,7 +192,7 @@ START_TEST(test_missing_file) {
         Diagnostics d;
 
         diagnostics_init(&d);
-        ck_assert_int_eq(policy_load("/nonexistent/thpd/x.conf", &d, &p), -ENOENT);
+        ck_assert_int_eq(policy_load("/nonexistent/thpd/x.conf", 0, &d, &p), -ENOENT);
         ck_assert_ptr_null(p);
         ck_assert_uint_eq(d.n_errors, 1);
         diagnostics_clear(&d);
@@ -201,7 +209,7 @@ START_TEST(test_fifo) {
 
         ck_assert_int_eq(mkfifo(path, 0644), 0);
         diagnostics_init(&d);
-        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_int_eq(policy_load(path, 0, &d, &p), -EINVAL);
         ck_assert_ptr_null(p);
         ck_assert_uint_eq(d.n_errors, 1);
         ck_assert_str_eq(((Diagnostic *) g_ptr_array_index(d.items, 0))->file, path);
@@ -224,7 +232,7 @@ START_TEST(test_error_limit) {
                 g_string_append_printf(text, "no equals sign on line %u\n", i + 3);
         test_write_file(dir, "big.conf", text->str);
         diagnostics_init(&d);
-        ck_assert_int_eq(policy_load(path, &d, &p), -EINVAL);
+        ck_assert_int_eq(policy_load(path, 0, &d, &p), -EINVAL);
         ck_assert_ptr_null(p);
         ck_assert_uint_eq(d.n_errors, 51);
         last = g_ptr_array_index(d.items, d.items->len - 1);
@@ -393,6 +401,108 @@ START_TEST(test_unknown_sections_and_keys_warn) {
         ck_assert_uint_eq(d.n_warnings, 7);
         ck_assert_uint_eq(d.n_errors, 0);
         diagnostics_clear(&d);
+}
+END_TEST
+
+/* What a packager mistypes: the daemon warns (a newer policy on an older thpd still loads),
+ * verify fails, both with a hint at the name meant. */
+START_TEST(test_typos_are_errors_when_strict) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=redis-server.service\n"     /* 2 */
+                "[TransparentHugePages]\n"         /* 3 */
+                "Enabeld=never\n"                  /* 4 */
+                "Defrag=never\n"                   /* 5 */
+                "[TransparentHugePage]\n"          /* 6 */
+                "Enabled=never\n"                  /* 7 */
+                "[Khugepaged]\n"                   /* 8 */
+                "enabled=never\n"                  /* 9 */
+                "MaxPtesNon=0\n"                   /* 10 */
+                "Stray=1\n";                       /* 11 */
+        g_autoptr(Policy) lax = NULL;
+        Policy *strict = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &lax), 0);
+        ck_assert_int_eq(lax->knobs[KNOB_ENABLED], KNOB_VALUE_UNSET);
+        ck_assert_uint_eq(d.n_errors, 0);
+        ck_assert_uint_eq(d.n_warnings, 5);
+        assert_diag(&d, DIAGNOSTIC_WARNING, 4, "unknown key Enabeld= in [TransparentHugePages], ignored; did you mean Enabled=?");
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict(text, &d, &strict), -EINVAL);
+        ck_assert_ptr_null(strict);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "unknown key Enabeld= in [TransparentHugePages], ignored; did you mean Enabled=?");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6,
+                    "unknown section [TransparentHugePage], its keys are ignored; did you mean [TransparentHugePages]?");
+        /* A key of another section is named as such, whatever its case. */
+        assert_diag(&d, DIAGNOSTIC_ERROR, 9, "unknown key enabled= in [Khugepaged], ignored; Enabled= belongs in [TransparentHugePages]");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 10, "did you mean MaxPtesNone=?");
+        /* Nothing close: no hint. */
+        assert_diag(&d, DIAGNOSTIC_ERROR, 11, "unknown key Stray= in [Khugepaged], ignored");
+        ck_assert_uint_eq(d.n_errors, 5);
+        ck_assert_uint_eq(d.n_warnings, 0);
+        for (guint i = 0; i < d.items->len; i++) {
+                const Diagnostic *diag = g_ptr_array_index(d.items, i);
+
+                if (diag->line == 11)
+                        ck_assert_ptr_null(strstr(diag->message, "did you mean"));
+        }
+        diagnostics_clear(&d);
+
+        /* A clean policy is as clean when strict. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict("[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\n", &d, &strict), 0);
+        ck_assert_uint_eq(d.items->len, 0);
+        policy_free(strict);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_misplaced_keys) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=a.service\n"                /* 2 */
+                "Size=1G\n"                        /* 3 */
+                "[TransparentHugePages]\n"         /* 4 */
+                "Enabled=never\n"                  /* 5 */
+                "MaxPtesNone=0\n"                  /* 6 */
+                "Outside=1\n";                     /* 7 */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict(text, &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "unknown key Size= in [Policy], ignored; Size= belongs in [HugeTLB]");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "MaxPtesNone= belongs in [Khugepaged]");
+        ck_assert_uint_eq(d.n_errors, 3);
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict("Units=a.service\n[Policy]\nUnits=a.service\n[Khugepaged]\nDefrag=0\n", &d, &p),
+                         -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 1, "outside of any section");
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_closest_match) {
+        static const char *const words[] = { "Enabled", "Defrag", "ShmemEnabled", "Node" };
+
+        ck_assert_str_eq(closest_match("Enabeld", words, ELEMENTSOF(words)), "Enabled");
+        ck_assert_str_eq(closest_match("enabled", words, ELEMENTSOF(words)), "Enabled");
+        ck_assert_str_eq(closest_match("Defrg", words, ELEMENTSOF(words)), "Defrag");
+        ck_assert_str_eq(closest_match("ShmemEnable", words, ELEMENTSOF(words)), "ShmemEnabled");
+        ck_assert_str_eq(closest_match("Nod", words, ELEMENTSOF(words)), "Node");
+        ck_assert_ptr_null(closest_match("Nxyz", words, ELEMENTSOF(words)));
+        ck_assert_ptr_null(closest_match("Colour", words, ELEMENTSOF(words)));
+        ck_assert_ptr_null(closest_match("", words, ELEMENTSOF(words)));
+        ck_assert_ptr_null(closest_match("x", words, 0));
+        /* Too long to be a typo of anything; must not overflow either. */
+        g_autofree char *long_word = g_strnfill(10000, 'E');
+        ck_assert_ptr_null(closest_match(long_word, words, ELEMENTSOF(words)));
 }
 END_TEST
 
@@ -705,6 +815,9 @@ int main(void) {
         tcase_add_test(tc, test_line_length_limit);
         tcase_add_test(tc, test_syntax_errors_on_every_line);
         tcase_add_test(tc, test_unknown_sections_and_keys_warn);
+        tcase_add_test(tc, test_typos_are_errors_when_strict);
+        tcase_add_test(tc, test_misplaced_keys);
+        tcase_add_test(tc, test_closest_match);
         tcase_add_test(tc, test_bad_values);
         tcase_add_test(tc, test_duplicates_and_continuations);
         tcase_add_test(tc, test_continuations_accepted);
