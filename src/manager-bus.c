@@ -38,6 +38,7 @@ enum {
         TRACKED_STORM_STATE,
         TRACKED_STORM_ACTION,
         TRACKED_STATUS,
+        TRACKED_POLICY_DIAGNOSTICS,
         _TRACKED_MAX,
 };
 
@@ -370,6 +371,46 @@ static int property_get_status(sd_bus *bus, const char *path, const char *interf
         return sd_bus_message_append(reply, "s", m->status ?: "");
 }
 
+/* The policy a diagnostic is about: the file name of a *.conf directly in a policy directory;
+ * NULL for a directory's own problem. */
+static const char *diagnostic_policy(const Manager *m, const char *file) {
+        const char *const *dirs = m->policy_dirs ? (const char *const *) m->policy_dirs : policy_default_dirs;
+        const char *name;
+
+        for (size_t i = 0; dirs[i]; i++) {
+                size_t n = strlen(dirs[i]);
+
+                if (strncmp(file, dirs[i], n) != 0 || file[n] != '/')
+                        continue;
+                name = file + n + 1;
+                if (!strchr(name, '/') && g_str_has_suffix(name, ".conf"))
+                        return name;
+        }
+        return NULL;
+}
+
+static int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const GPtrArray *items = m->policy_diagnostics.items;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssuss)");
+        for (guint i = 0; r >= 0 && items && i < items->len; i++) {
+                const Diagnostic *d = g_ptr_array_index(items, i);
+                /* D-Bus strings must be UTF-8, and a file name in a policy directory need not be. */
+                g_autofree char *file = g_utf8_make_valid(d->file, -1), *message = g_utf8_make_valid(d->message, -1);
+                const char *policy = diagnostic_policy(m, d->file);
+                g_autofree char *name = policy ? g_utf8_make_valid(policy, -1) : g_strdup("");
+
+                r = sd_bus_message_append(reply, "(ssuss)", name, file, (uint32_t) d->line,
+                                          d->level == DIAGNOSTIC_ERROR ? "error" : "warning", message);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 static const struct {
         const char *name;
         sd_bus_property_get_t get;
@@ -383,6 +424,7 @@ static const struct {
         [TRACKED_STORM_STATE] = { "StormState", property_get_storm_state },
         [TRACKED_STORM_ACTION] = { "StormAction", property_get_storm_action },
         [TRACKED_STATUS] = { "Status", property_get_status },
+        [TRACKED_POLICY_DIAGNOSTICS] = { "PolicyDiagnostics", property_get_policy_diagnostics },
 };
 
 /* The property's current value as text; NULL if it cannot be built (then it counts as changed). */
@@ -838,6 +880,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Storms", "a(ssa{sd})", property_get_storms, 0, 0),
         SD_BUS_PROPERTY("StormAction", "s", property_get_storm_action, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("PolicyDiagnostics", "a(ssuss)", property_get_policy_diagnostics, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 
         /* Every method is UNPRIVILEGED for sd-bus, whose own check would demand CAP_SYS_ADMIN
          * with a blocking credentials query: the privileged ones are checked by verify_manage(). */

@@ -72,6 +72,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
+        diagnostics_init(&m->policy_diagnostics);
         m->policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free);
         m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
         g_array_set_clear_func(m->pools, pool_status_clear);
@@ -104,6 +105,7 @@ Manager *manager_free(Manager *m) {
                 sd_bus_flush_close_unref(m->bus);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
+        diagnostics_clear(&m->policy_diagnostics);
         g_hash_table_destroy(m->policy_runtime);
         g_array_unref(m->pools);
         g_hash_table_destroy(m->needs_restart);
@@ -246,11 +248,15 @@ static void load_policies(Manager *m) {
         if (r >= 0)
                 r = policy_dirs_load(dirs, &diag, &policies);
         diagnostics_log(&diag);
-        diagnostics_clear(&diag);
         if (r < 0) {
+                diagnostics_clear(&diag);
                 log_error_errno(r, "Cannot read the policy directories, keeping the previous policies: %s", strerror(-r));
                 return;
         }
+
+        /* Kept for the bus, so that a broken file shows where admins look, not only in the log. */
+        diagnostics_clear(&m->policy_diagnostics);
+        m->policy_diagnostics = diag;
 
         g_ptr_array_unref(m->policies);
         m->policies = TAKE_PTR(policies);

@@ -58,6 +58,7 @@ typedef struct Manager {
         Settings settings;
         GPtrArray *policies;           /* Policy*, lexical order */
         GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
+        Diagnostics policy_diagnostics; /* what the last policy load found wrong (PolicyDiagnostics) */
         GHashTable *policy_runtime;    /* name -> PolicyRuntime* */
         UnitTracker *units;
 
