@@ -102,16 +102,6 @@ class KnobWatch:
         self._thread.join()
 
 
-def known_defect(reason):
-    """Marks a test that shows a defect not fixed yet: it runs, its failure is reported as an
-    expected failure with the reason, and once it passes unittest reports an "unexpected
-    success", which fails the run: then remove the marker."""
-    def mark(test):
-        test.__doc__ = (test.__doc__ or '') + f'\n\nKnown defect: {reason}'
-        return unittest.expectedFailure(test)
-    return mark
-
-
 class SystemTest(unittest.TestCase):
     maxDiff = None
 
@@ -573,9 +563,6 @@ class SystemTest(unittest.TestCase):
         self.wait_host(enabled='never', defrag='never')
         self.assert_follows_redis(c)
 
-    @known_defect('a restarted thpd applies the baseline before it has enumerated the units '
-                  '("enabled: never -> madvise (baseline, no policy votes)", then back to never '
-                  'some milliseconds later) while Redis runs')
     def test_5c_kill_keeps_never(self):
         """kill -9 thpd while Redis runs: the new instance never loosens a knob Redis needs,
         not even for a moment before it has enumerated the units."""
@@ -608,8 +595,6 @@ class SystemTest(unittest.TestCase):
         self.wait_journal(c, r'^Following the systemd manager: \d+ unit\(s\) match a policy$', cursor)
         self.assert_follows_redis(c)
 
-    @known_defect('on "systemctl restart thpd" the stopping instance restores the baseline '
-                  '(SIGTERM, RestoreOnExit=yes), so Redis runs under madvise until the new one starts')
     def test_5e_restart_keeps_never(self):
         """systemctl restart thpd while Redis runs: the knobs stay never throughout."""
         c = self.boot()
@@ -622,8 +607,6 @@ class SystemTest(unittest.TestCase):
         self.assert_no_loosening(c, cursor)
         self.assertEqual(watch.seen, [])
 
-    @known_defect('after "systemctl restart thpd" (or a crash) the new instance lists Redis, which '
-                  'started under never, as needing a restart (NeedsRestart=redis-server.service)')
     def test_5f_restart_no_false_hint(self):
         """After systemctl restart thpd, Redis (which started under its policy) is not listed
         as needing a restart."""
