@@ -31,6 +31,9 @@ struct UnitTracker {
          * every unit object, so UnitRemoved then says nothing about what runs. */
         bool manager_reloading;
         unsigned generation;     /* bumps on every (re-)enumeration to drop stale replies */
+        /* GetUnitProcesses calls in flight; an enumeration is complete once they answered. */
+        unsigned processes_pending;
+        bool enumeration_pending;
 };
 
 static void tracked_unit_free(gpointer p) {
@@ -45,11 +48,15 @@ static void tracked_unit_free(gpointer p) {
         g_free(u);
 }
 
-/* A service whose processes are all gone but that stays "active" (RemainAfterExit=yes, e.g.
- * Debian's postgresql.service umbrella that only starts the clusters) runs nothing a policy
- * could be for; systemd calls that sub-state "exited" exactly when its control group is empty. */
-static bool has_exited(const TrackedUnit *u) {
+static bool is_exited(const TrackedUnit *u) {
         return streq_ptr(u->sub_state, "exited");
+}
+
+/* A service that stays "active" after its main process is gone (RemainAfterExit=yes, e.g.
+ * Debian's postgresql.service umbrella that only starts the clusters) runs nothing a policy
+ * could be for, unless it left processes behind: "exited" only says the main process ended. */
+static bool has_exited(const TrackedUnit *u) {
+        return is_exited(u) && !u->exited_with_processes;
 }
 
 bool tracked_unit_is_wanted(const TrackedUnit *u) {
@@ -212,6 +219,52 @@ static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *er
         return 0;
 }
 
+static void finish_enumeration(UnitTracker *t);
+
+static int on_processes_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitCall *c = userdata;
+        UnitTracker *t = c->tracker;
+        bool any = false;
+        TrackedUnit *u;
+
+        t->processes_pending--;
+        if (c->generation == t->generation && (u = g_hash_table_lookup(t->units, c->unit)) && is_exited(u)) {
+                /* An error: the unit is gone already, and with it its processes. */
+                if (!sd_bus_message_is_method_error(m, NULL) && sd_bus_message_enter_container(m, 'a', "(sus)") >= 0)
+                        any = sd_bus_message_enter_container(m, 'r', "sus") > 0;
+                log_debug("%s: exited, %s", u->name, any ? "processes left in its control group" : "nothing left running");
+                if (any != u->exited_with_processes) {
+                        u->exited_with_processes = any;
+                        notify_changed(t);
+                }
+        }
+        if (t->processes_pending == 0 && t->enumeration_pending)
+                finish_enumeration(t);
+        return 0;
+}
+
+/* GetUnitProcesses loads the unit it names, which is why it is only asked about a unit that
+ * just reported "exited" (it is loaded and active), never in reaction to UnitNew/UnitRemoved. */
+static void ask_processes(UnitTracker *t, TrackedUnit *u) {
+        sd_bus_slot *slot = NULL;
+        UnitCall *c;
+        int r;
+
+        c = g_new0(UnitCall, 1);
+        *c = (UnitCall) { .tracker = t, .unit = g_strdup(u->name), .generation = t->generation };
+        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                     "GetUnitProcesses", on_processes_reply, c, "s", u->name);
+        if (r < 0) {
+                log_debug("%s: cannot ask for its processes, taking it as exited: %s", u->name, strerror(-r));
+                unit_call_free(c);
+                return;
+        }
+        t->processes_pending++;
+        sd_bus_slot_set_destroy_callback(slot, unit_call_free);
+        sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+}
+
 /* Never touch a unit's object in reaction to UnitNew or UnitRemoved: reading a property of a
  * unit the manager has just garbage-collected loads it again (UnitNew), it is collected again
  * (UnitRemoved), and the three processes ping-pong for ever. A newly loaded unit is inactive;
@@ -276,6 +329,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         const char *path = sd_bus_message_get_path(m), *interface, *key, *value;
         const char *active_state = NULL, *sub_state = NULL;
         _cleanup_free_ char *name = NULL;
+        bool was_exited;
         TrackedUnit *u;
 
         if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT))
@@ -306,8 +360,16 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
                         return 0;
                 u = track(t, name, path);
         }
+        was_exited = is_exited(u);
         if (set_state(u, active_state, sub_state)) {
                 log_debug("%s: %s (%s)", u->name, u->active_state ?: "?", u->sub_state ?: "?");
+                if (is_exited(u) && !was_exited) {
+                        /* Still counted until the manager says what is left: a running service
+                         * must not lose its policy for the length of a round trip. */
+                        u->exited_with_processes = true;
+                        ask_processes(t, u);
+                } else if (!is_exited(u))
+                        u->exited_with_processes = false;
                 notify_changed(t);
         }
         return 0;
@@ -317,15 +379,23 @@ static int schedule_retry(UnitTracker *t);
 
 static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
+        g_autoptr(GHashTable) exited = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         const char *name, *active, *sub, *path, *job_type;
+        GHashTableIter iter;
+        TrackedUnit *old;
         uint32_t job_id;
-        int r;
+        int known, r;
 
         if (sd_bus_message_is_method_error(m, NULL)) {
                 log_warning("Listing units failed: %s", sd_bus_message_get_error(m)->message);
                 return schedule_retry(t);
         }
 
+        /* What is known of exited units survives a re-enumeration; only new ones are asked. */
+        g_hash_table_iter_init(&iter, t->units);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &old))
+                if (is_exited(old))
+                        g_hash_table_insert(exited, g_strdup(old->name), GINT_TO_POINTER(old->exited_with_processes ? 2 : 1));
         g_hash_table_remove_all(t->by_path);
         g_hash_table_remove_all(t->units);
 
@@ -342,17 +412,31 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
                 (void) set_state(u, active, sub);
                 if (job_id != 0 && job_type_is_start(job_type))
                         u->start_job = job_id;
+                if (is_exited(u)) {
+                        known = GPOINTER_TO_INT(g_hash_table_lookup(exited, name));
+                        if (known != 0)
+                                u->exited_with_processes = known == 2;
+                        else
+                                ask_processes(t, u);
+                }
         }
         if (r < 0)
                 return schedule_retry(t);
 
+        t->enumeration_pending = true;
+        if (t->processes_pending == 0)
+                finish_enumeration(t);
+        return 0;
+}
+
+static void finish_enumeration(UnitTracker *t) {
+        t->enumeration_pending = false;
         if (!t->ready)
                 log_info("Following the systemd manager: %u unit(s) match a policy", g_hash_table_size(t->units));
         t->ready = true;
         t->answered = true;
         t->warned_unavailable = false;
         notify_changed(t);
-        return 0;
 }
 
 static int list_units(UnitTracker *t) {

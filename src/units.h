@@ -18,6 +18,9 @@ typedef struct TrackedUnit {
         char *active_state;   /* NULL until known */
         char *sub_state;      /* NULL until known */
         uint32_t start_job;   /* id of a queued start/restart job, 0 if none */
+        /* "exited" with processes left in its control group (asked with GetUnitProcesses when
+         * it exited; a group that empties later is not followed). */
+        bool exited_with_processes;
 } TrackedUnit;
 
 typedef bool (*UnitFilter)(const char *unit, void *userdata);
@@ -48,7 +51,7 @@ bool unit_tracker_has_answered(const UnitTracker *t);
 GHashTable *unit_tracker_units(const UnitTracker *t);
 
 /* A start job queued, activating, reloading, or active with processes: a service that has
- * exited but stays active (RemainAfterExit=yes) does not count. */
+ * exited but stays active (RemainAfterExit=yes) counts only while it left processes behind. */
 bool tracked_unit_is_wanted(const TrackedUnit *u);
 /* Running already (active/reloading) with no start job: a policy applied now comes too late
  * for the memory it has mapped. */
