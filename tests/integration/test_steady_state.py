@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import unittest
 
 import thpdtest
 from thpdtest import STOP_TIMEOUT, ThpdTestCase, assert_settles, wait_until
