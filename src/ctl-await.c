@@ -49,8 +49,7 @@ int verb_await(const CtlOptions *o, int argc, char *argv[]) {
                 json_init(&j);
                 json_begin_object(&j, NULL);
                 json_string(&j, "unit", unit);
-                json_bool(&j, "has_policy", has_policy);
-                json_string(&j, "policy", policy);
+                json_string(&j, "policy", has_policy ? policy : NULL);
                 json_end_object(&j);
                 return json_print(&j);
         }

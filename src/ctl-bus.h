@@ -14,6 +14,8 @@
 #define THPD_BUS_INTERFACE "org.thpd1.Manager"
 
 #define CTL_DEFAULT_AWAIT_TIMEOUT_USEC (30 * UINT64_C(1000000))
+/* The longest override thpd accepts (org.thpd1.Error.InvalidDuration beyond). */
+#define CTL_OVERRIDE_MAX_USEC (365 * 24 * 3600 * UINT64_C(1000000))
 
 /* Connects to the bus thpd is on: the system bus, or the session bus with --user. Logs and
  * returns a CtlExit code (CTL_EXIT_OK on success). */
@@ -33,7 +35,9 @@ int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t time
              sd_bus_message **ret_reply, const char *types, ...);
 
 /* Logs a failed call the way a person can act on it and returns the exit code: CTL_EXIT_NOT_RUNNING
- * (with a hint how to start thpd) when nobody owns org.thpd1, else CTL_EXIT_FAILURE. */
+ * (with a hint how to start thpd, or that it answers on the other bus) when nobody owns
+ * org.thpd1; CTL_EXIT_USAGE when thpd refused an argument (an unknown knob, a bad value or
+ * duration); else CTL_EXIT_FAILURE. */
 int ctl_log_bus_error(const CtlOptions *o, const sd_bus_error *error, int r, const char *what);
 
 /* ---- the daemon's properties, from GetAll ---- */
@@ -68,6 +72,15 @@ typedef struct CtlStorm {
         GArray *figures; /* CtlFigure */
 } CtlStorm;
 
+/* A problem in a policy file, from the PolicyDiagnostics property. */
+typedef struct CtlDiagnostic {
+        char *policy;  /* "redis.conf", or NULL for a directory's problem */
+        char *file;
+        unsigned line; /* 0: the whole file */
+        char *severity; /* "error" or "warning" */
+        char *message;
+} CtlDiagnostic;
+
 typedef struct CtlProperties {
         char *version, *status, *storm_state, *storm_action;
         GArray *knobs;           /* CtlKnob */
@@ -77,10 +90,21 @@ typedef struct CtlProperties {
         GArray *override;        /* CtlPair: knob, value */
         uint64_t override_expires_at;
         GArray *storms;          /* CtlStorm */
+        GArray *diagnostics;     /* CtlDiagnostic */
 } CtlProperties;
 
 /* The property names, in the order status and show print them. */
 extern const char *const ctl_property_names[];
+/* The JSON key of a property: "HugeTLBPools" -> "hugetlb_pools"; NULL for an unknown name. */
+const char *ctl_property_json_key(const char *name);
+
+/* "FILE:LINE: error: message", as verify and the daemon's log put it. */
+char *ctl_diagnostic_format(const CtlDiagnostic *d);
+/* Reads the PolicyDiagnostics property alone, for verbs that need nothing else. */
+int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret);
+/* Prints diagnostics to f, red or yellow by severity on a terminal; indent before each. */
+void ctl_print_diagnostics(FILE *f, GArray *diagnostics, const char *indent);
+unsigned ctl_count_errors(GArray *diagnostics);
 
 /* GetAll on org.thpd1.Manager. Returns a CtlExit code; ret is set on success only. */
 int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
@@ -99,13 +123,20 @@ void json_begin_object(Json *j, const char *key);
 void json_end_object(Json *j);
 void json_begin_array(Json *j, const char *key);
 void json_end_array(Json *j);
+/* NULL becomes null: a missing value is never "". */
 void json_string(Json *j, const char *key, const char *value);
+void json_null(Json *j, const char *key);
 void json_uint(Json *j, const char *key, uint64_t value);
 void json_int(Json *j, const char *key, int64_t value);
 void json_bool(Json *j, const char *key, bool value);
 /* Non-finite numbers become null, which JSON can carry. */
 void json_double(Json *j, const char *key, double value);
 void json_strv(Json *j, const char *key, char *const *values);
+/* A point in time as two keys: KEY, ISO 8601 in UTC, and KEY_usec, µs since the epoch; both null
+ * for 0 (none). */
+void json_time(Json *j, const char *key, uint64_t realtime_usec);
+/* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
+void json_diagnostic(Json *j, const CtlDiagnostic *d, bool with_policy);
 /* Writes the document and a newline to stdout and frees it; returns a CtlExit code. */
 int json_print(Json *j);
 
@@ -114,8 +145,29 @@ void ctl_properties_to_json(const CtlProperties *p, char *const *names, Json *j)
 
 /* ---- terminal ---- */
 
-/* True when stdout is a terminal that wants colour (not with NO_COLOR or TERM=dumb). */
+/* Whether to colour stdout: SYSTEMD_COLORS=0|1 (or another boolean, or 16, 256, 24bit) decides
+ * when set; else no colour with NO_COLOR, TERM=dumb, or when stdout is not a terminal. */
 bool ctl_use_color(void);
+
+typedef enum CtlGlyph {
+        CTL_GLYPH_BULLET, /* ● or * */
+        CTL_GLYPH_DASH,   /* — or - */
+        CTL_GLYPH_ARROW,  /* → or -> */
+        CTL_GLYPH_ELLIPSIS, /* … or ... */
+        _CTL_GLYPH_MAX,
+} CtlGlyph;
+
+/* The glyph, or its ASCII stand-in when the locale's character set is not UTF-8 (the C locale
+ * counts as UTF-8, as for systemd: it is what services and tests run with). */
+const char *ctl_glyph(CtlGlyph g);
+
+/* From here to ctl_cut_lines_end(), lines written to stdout are cut at the terminal's width
+ * (COLUMNS, else the terminal's) with an ellipsis, as systemctl does; nothing happens when
+ * stdout is not a terminal. */
+void ctl_cut_lines_begin(void);
+int ctl_cut_lines_end(void);
+/* line cut to columns visible characters (escape sequences take none), or a copy. */
+char *ctl_cut_line(const char *line, size_t columns);
 
 typedef enum CtlColor {
         CTL_COLOR_NORMAL,

@@ -35,11 +35,17 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
         return NULL;
 }
 
+/* "" on the bus means "none"; JSON says null. */
+static const char *or_null(const char *s) {
+        return s && s[0] ? s : NULL;
+}
+
 static int print_json(GArray *votes) {
         Json j;
 
         json_init(&j);
-        json_begin_array(&j, NULL);
+        json_begin_object(&j, NULL);
+        json_begin_array(&j, "knobs");
         for (guint start = 0, end; start < votes->len; start = end) {
                 const Vote *winner;
 
@@ -47,8 +53,8 @@ static int print_json(GArray *votes) {
                 winner = group_winner(votes, start, end);
                 json_begin_object(&j, NULL);
                 json_string(&j, "knob", g_array_index(votes, Vote, start).knob);
-                json_string(&j, "target", winner ? winner->value : "");
-                json_string(&j, "source", winner ? winner->source : "");
+                json_string(&j, "target", winner ? winner->value : NULL);
+                json_string(&j, "source", winner ? winner->source : NULL);
                 json_begin_array(&j, "votes");
                 for (guint i = start; i < end; i++) {
                         const Vote *v = &g_array_index(votes, Vote, i);
@@ -56,8 +62,8 @@ static int print_json(GArray *votes) {
                         json_begin_object(&j, NULL);
                         json_string(&j, "value", v->value);
                         json_string(&j, "source", v->source);
-                        json_string(&j, "policy", v->policy);
-                        json_string(&j, "unit", v->unit);
+                        json_string(&j, "policy", or_null(v->policy));
+                        json_string(&j, "unit", or_null(v->unit));
                         json_bool(&j, "wins", v->wins);
                         json_end_object(&j);
                 }
@@ -65,6 +71,7 @@ static int print_json(GArray *votes) {
                 json_end_object(&j);
         }
         json_end_array(&j);
+        json_end_object(&j);
         return json_print(&j);
 }
 
@@ -92,8 +99,15 @@ static void print_text(GArray *votes) {
                         const Vote *v = &g_array_index(votes, Vote, i);
                         g_autofree char *reason = vote_reason(v);
 
-                        printf("  %s%s%s %-*s  %s\n", v->wins ? ctl_color(CTL_COLOR_GREEN) : "", v->wins ? "→" : " ",
-                               v->wins ? ctl_color(CTL_COLOR_NORMAL) : "", value_width, v->value, reason);
+                        const char *arrow = ctl_glyph(CTL_GLYPH_ARROW);
+                        /* A loser gets blanks as wide as the arrow, so that the values line up. */
+                        int arrow_columns = (int) g_utf8_strlen(arrow, -1);
+
+                        if (v->wins)
+                                printf("  %s%s%s", ctl_color(CTL_COLOR_GREEN), arrow, ctl_color(CTL_COLOR_NORMAL));
+                        else
+                                printf("  %*s", arrow_columns, "");
+                        printf(" %-*s  %s\n", value_width, v->value, reason);
                 }
         }
 }

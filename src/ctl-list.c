@@ -49,8 +49,9 @@ static int read_row(sd_bus_message *m, PolicyRow *row) {
         return sd_bus_message_read_strv(m, &row->shadowed);
 }
 
-/* Calls ListPolicies; returns a CtlExit code and the rows (PolicyRow) on success. */
-static int list_policies(const CtlOptions *o, GArray **ret) {
+/* Calls ListPolicies and reads PolicyDiagnostics; returns a CtlExit code, and on success the rows
+ * (PolicyRow) and the diagnostics (CtlDiagnostic). */
+static int list_policies(const CtlOptions *o, GArray **ret, GArray **ret_diagnostics) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         g_autoptr(GArray) rows = g_array_new(FALSE, TRUE, sizeof(PolicyRow));
@@ -61,6 +62,9 @@ static int list_policies(const CtlOptions *o, GArray **ret) {
         if (r != CTL_EXIT_OK)
                 return r;
         r = ctl_call(o, bus, "ListPolicies", 0, "list the policies", &reply, NULL);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = ctl_get_diagnostics(o, bus, ret_diagnostics);
         if (r != CTL_EXIT_OK)
                 return r;
 
@@ -81,15 +85,35 @@ static int list_policies(const CtlOptions *o, GArray **ret) {
         return CTL_EXIT_OK;
 }
 
-static void row_to_json(const PolicyRow *row, Json *j) {
-        json_string(j, "name", row->name);
+static bool about(const CtlDiagnostic *d, const PolicyRow *row) {
+        return streq_ptr(d->policy, row->name);
+}
+
+/* "" on the bus means "none"; JSON says null. */
+static const char *or_null(const char *s) {
+        return s && s[0] ? s : NULL;
+}
+
+static void row_to_json(const PolicyRow *row, GArray *diagnostics, Json *j) {
+        json_string(j, "policy", row->name);
         json_string(j, "state", policy_state(row));
-        json_string(j, "path", row->path);
-        json_string(j, "masked_by", row->masked_by);
-        json_string(j, "description", row->description);
-        json_bool(j, "active", row->active);
+        json_string(j, "path", or_null(row->path));
+        json_string(j, "masked_by", or_null(row->masked_by));
+        json_string(j, "description", or_null(row->description));
         json_strv(j, "units", row->units);
-        json_strv(j, row->masked_by[0] ? "masks" : "overrides", row->shadowed);
+        json_strv(j, "overrides", row->shadowed);
+        json_begin_array(j, "diagnostics");
+        for (guint i = 0; i < diagnostics->len; i++)
+                if (about(&g_array_index(diagnostics, CtlDiagnostic, i), row))
+                        json_diagnostic(j, &g_array_index(diagnostics, CtlDiagnostic, i), false);
+        json_end_array(j);
+}
+
+static bool has_row(GArray *rows, const CtlDiagnostic *d) {
+        for (guint i = 0; i < rows->len; i++)
+                if (about(d, &g_array_index(rows, PolicyRow, i)))
+                        return true;
+        return false;
 }
 
 static CtlColor state_color(const char *state) {
@@ -102,28 +126,42 @@ static CtlColor state_color(const char *state) {
         return CTL_COLOR_NORMAL;
 }
 
+static int list_json(GArray *rows, GArray *diagnostics) {
+        Json j;
+
+        json_init(&j);
+        json_begin_object(&j, NULL);
+        json_begin_array(&j, "policies");
+        for (guint i = 0; i < rows->len; i++) {
+                json_begin_object(&j, NULL);
+                row_to_json(&g_array_index(rows, PolicyRow, i), diagnostics, &j);
+                json_end_object(&j);
+        }
+        json_end_array(&j);
+        /* What belongs to no listed policy: a directory's problems, or a file that was ignored. */
+        json_begin_array(&j, "diagnostics");
+        for (guint i = 0; i < diagnostics->len; i++) {
+                const CtlDiagnostic *d = &g_array_index(diagnostics, CtlDiagnostic, i);
+
+                if (!has_row(rows, d))
+                        json_diagnostic(&j, d, false);
+        }
+        json_end_array(&j);
+        json_end_object(&j);
+        return json_print(&j);
+}
+
 int verb_list(const CtlOptions *o, int argc, char *argv[]) {
-        g_autoptr(GArray) rows = NULL;
+        g_autoptr(GArray) rows = NULL, diagnostics = NULL;
         int name_width = (int) strlen("NAME"), state_width = (int) strlen("inactive"), units_width = (int) strlen("UNITS");
+        unsigned invalid = 0;
         int r;
 
-        r = list_policies(o, &rows);
+        r = list_policies(o, &rows, &diagnostics);
         if (r != CTL_EXIT_OK)
                 return r;
-
-        if (o->json) {
-                Json j;
-
-                json_init(&j);
-                json_begin_array(&j, NULL);
-                for (guint i = 0; i < rows->len; i++) {
-                        json_begin_object(&j, NULL);
-                        row_to_json(&g_array_index(rows, PolicyRow, i), &j);
-                        json_end_object(&j);
-                }
-                json_end_array(&j);
-                return json_print(&j);
-        }
+        if (o->json)
+                return list_json(rows, diagnostics);
 
         g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
         for (guint i = 0; i < rows->len; i++) {
@@ -133,6 +171,7 @@ int verb_list(const CtlOptions *o, int argc, char *argv[]) {
                 name_width = MAX(name_width, (int) strlen(row->name));
                 units_width = MAX(units_width, (int) strlen(u));
                 g_ptr_array_add(units, u);
+                invalid += streq(policy_state(row), "invalid");
         }
 
         if (!o->no_legend)
@@ -146,26 +185,48 @@ int verb_list(const CtlOptions *o, int argc, char *argv[]) {
                 printf("%-*s  %s%-*s%s  %-*s  %s\n", name_width, row->name, ctl_color(state_color(state)), state_width, state,
                        ctl_color(CTL_COLOR_NORMAL), units_width, (const char *) g_ptr_array_index(units, i), path);
         }
-        if (!o->no_legend)
-                printf("\n%u policy file%s listed.\n", rows->len, rows->len == 1 ? "" : "s");
+        /* The reasons, where admins look; a script reading the table with --no-legend gets them on
+         * stderr, out of its way. */
+        if (diagnostics->len > 0 && !o->no_legend) {
+                printf("\n");
+                ctl_print_diagnostics(stdout, diagnostics, "");
+        } else if (diagnostics->len > 0) {
+                fflush(stdout);
+                ctl_print_diagnostics(stderr, diagnostics, "");
+        }
+        if (!o->no_legend) {
+                printf("\n%u policy file%s listed", rows->len, rows->len == 1 ? "" : "s");
+                if (invalid > 0)
+                        printf(", %u invalid", invalid);
+                printf(".\n");
+        }
         return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
 int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
-        g_autoptr(GArray) rows = NULL;
+        g_autoptr(GArray) rows = NULL, diagnostics = NULL, mine = NULL;
         g_autoptr(GError) error = NULL;
         g_autofree char *name = NULL, *content = NULL;
         const PolicyRow *row = NULL;
         int r;
 
         name = g_str_has_suffix(argv[0], ".conf") ? g_strdup(argv[0]) : g_strconcat(argv[0], ".conf", NULL);
-        r = list_policies(o, &rows);
+        r = list_policies(o, &rows, &diagnostics);
         if (r != CTL_EXIT_OK)
                 return r;
         for (guint i = 0; i < rows->len; i++)
                 if (streq(g_array_index(rows, PolicyRow, i).name, name))
                         row = &g_array_index(rows, PolicyRow, i);
+
+        /* Only this policy's problems; the array keeps pointers into diagnostics. */
+        mine = g_array_new(FALSE, TRUE, sizeof(CtlDiagnostic));
+        for (guint i = 0; i < diagnostics->len; i++)
+                if (streq_ptr(g_array_index(diagnostics, CtlDiagnostic, i).policy, name))
+                        g_array_append_val(mine, g_array_index(diagnostics, CtlDiagnostic, i));
+
         if (!row) {
+                /* An untrusted file is not listed, but thpd said why it ignored it. */
+                ctl_print_diagnostics(stderr, mine, "");
                 log_error("No policy named %s; 'thpd-ctl list' shows them.", name);
                 return CTL_EXIT_FAILURE;
         }
@@ -180,7 +241,7 @@ int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
 
                 json_init(&j);
                 json_begin_object(&j, NULL);
-                row_to_json(row, &j);
+                row_to_json(row, diagnostics, &j);
                 json_string(&j, "content", content);
                 json_end_object(&j);
                 return json_print(&j);
@@ -194,6 +255,10 @@ int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
                 printf("%s# %s%s\n", ctl_color(CTL_COLOR_GREY), row->path, ctl_color(CTL_COLOR_NORMAL));
                 for (size_t i = 0; row->shadowed && row->shadowed[i]; i++)
                         printf("%s# overrides %s%s\n", ctl_color(CTL_COLOR_GREY), row->shadowed[i], ctl_color(CTL_COLOR_NORMAL));
+        }
+        /* As comments, so that the output still reads as a policy file. */
+        ctl_print_diagnostics(stdout, mine, "# ");
+        if (content) {
                 fputs(content, stdout);
                 if (content[0] && !g_str_has_suffix(content, "\n"))
                         printf("\n");

@@ -28,7 +28,7 @@ static void begin_event(Monitor *mon, Json *j, const char *name) {
                 json_init(j);
                 json_begin_object(j, NULL);
                 json_string(j, "signal", name);
-                json_uint(j, "time", now);
+                json_time(j, "time", now);
                 return;
         }
 
@@ -69,12 +69,13 @@ static int on_applied(sd_bus_message *m, Monitor *mon) {
                 if (mon->o->json) {
                         json_begin_object(&j, NULL);
                         json_string(&j, "knob", knob);
-                        json_string(&j, "old", old_value);
-                        json_string(&j, "new", new_value);
+                        json_string(&j, "old", old_value[0] ? old_value : NULL);
+                        json_string(&j, "new", new_value[0] ? new_value : NULL);
                         json_string(&j, "reason", reason);
                         json_end_object(&j);
                 } else
-                        printf("%s %s %s → %s (%s)", n == 0 ? ":" : ";", knob, old_value, new_value, reason);
+                        printf("%s %s %s %s %s (%s)", n == 0 ? ":" : ";", knob, old_value, ctl_glyph(CTL_GLYPH_ARROW),
+                               new_value, reason);
         }
         if (mon->o->json)
                 json_end_array(&j);
@@ -153,7 +154,9 @@ static int on_properties_changed(sd_bus_message *m, Monitor *mon) {
                 r = sd_bus_message_read(m, "s", &name);
                 if (r < 0)
                         break;
-                g_ptr_array_add(names, g_strdup(name));
+                /* As JSON names it elsewhere; a property of a newer daemon keeps its D-Bus name. */
+                g_ptr_array_add(names, g_strdup(mon->o->json && ctl_property_json_key(name) ? ctl_property_json_key(name)
+                                                                                             : name));
                 if (streq(name, "Status")) {
                         const char *s;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <stdarg.h>
 
 #include "ctl-bus.h"
 #include "log.h"
@@ -21,9 +22,9 @@ static bool knob_pending(const CtlKnob *k) {
 }
 
 static CtlColor overall_color(const CtlProperties *p) {
-        bool warn = p->needs_restart->len > 0 || !streq_ptr(p->storm_state, "calm");
+        bool warn = p->needs_restart->len > 0 || !streq_ptr(p->storm_state, "calm") || p->diagnostics->len > 0;
 
-        if (streq_ptr(p->storm_state, "storm"))
+        if (streq_ptr(p->storm_state, "storm") || ctl_count_errors(p->diagnostics) > 0)
                 return CTL_COLOR_RED;
         for (guint i = 0; i < p->knobs->len; i++)
                 if (knob_pending(&g_array_index(p->knobs, CtlKnob, i)))
@@ -87,7 +88,8 @@ static void print_knobs(const CtlProperties *p) {
                        streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
                        streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
                 if (knob_pending(k))
-                        printf("%s — target %s is not applied%s", ctl_color(CTL_COLOR_RED), k->target, ctl_color(CTL_COLOR_NORMAL));
+                        printf("%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
+                               k->target, ctl_color(CTL_COLOR_NORMAL));
                 printf("\n");
         }
 }
@@ -123,7 +125,10 @@ static void print_storms(const CtlProperties *p) {
 
                 if (streq(s->phase, "calm"))
                         continue;
-                printf("%s%s %s", shown++ == 0 ? " — " : ", ", s->kind, s->phase);
+                if (shown++ == 0)
+                        printf(" %s %s %s", ctl_glyph(CTL_GLYPH_DASH), s->kind, s->phase);
+                else
+                        printf(", %s %s", s->kind, s->phase);
         }
         printf(" (action: %s)\n", p->storm_action ?: "unknown");
 }
@@ -158,15 +163,40 @@ static void print_needs_restart(const CtlProperties *p) {
         }
 }
 
+/* "; policy files: 1 error, 2 warnings" for the header, or "". */
+static char *problems_summary(const CtlProperties *p) {
+        unsigned errors = ctl_count_errors(p->diagnostics), warnings = p->diagnostics->len - errors;
+
+        if (p->diagnostics->len == 0)
+                return g_strdup("");
+        if (errors > 0 && warnings > 0)
+                return g_strdup_printf("; policy files: %u error%s, %u warning%s", errors, errors == 1 ? "" : "s", warnings,
+                                       warnings == 1 ? "" : "s");
+        if (errors > 0)
+                return g_strdup_printf("; policy files: %u error%s", errors, errors == 1 ? "" : "s");
+        return g_strdup_printf("; policy files: %u warning%s", warnings, warnings == 1 ? "" : "s");
+}
+
+static void print_problems(const CtlProperties *p) {
+        if (p->diagnostics->len == 0)
+                return;
+        printf("\n  Problems:\n");
+        ctl_print_diagnostics(stdout, p->diagnostics, "    ");
+}
+
 static void print_status(const CtlProperties *p) {
-        printf("%s●%s thpd %s — %s\n", ctl_color(overall_color(p)), ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)",
-               p->status ?: "");
+        g_autofree char *problems = problems_summary(p);
+
+        printf("%s%s%s thpd %s %s %s%s\n", ctl_color(overall_color(p)), ctl_glyph(CTL_GLYPH_BULLET),
+               ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)", ctl_glyph(CTL_GLYPH_DASH), p->status ?: "",
+               problems);
         print_policies(p);
         print_knobs(p);
         print_pools(p);
         print_storms(p);
         print_override(p);
         print_needs_restart(p);
+        print_problems(p);
 }
 
 /* Reads every property once and prints it: as JSON (only the named properties; NULL for all)
@@ -208,33 +238,46 @@ int verb_status(const CtlOptions *o, int argc, char *argv[]) {
 
 /* ---- show ---- */
 
-static void show_string(const char *key, const char *value) {
-        printf("%s=%s\n", key, value ?: "");
+/* --value: only what follows "Key=". */
+static bool value_only;
+
+static void kv(const char *value, const char *key_format, ...) _printf_(2, 3);
+static void kv(const char *value, const char *key_format, ...) {
+        va_list ap;
+
+        if (!value_only) {
+                va_start(ap, key_format);
+                vprintf(key_format, ap);
+                va_end(ap);
+                printf("=");
+        }
+        printf("%s\n", value ?: "");
 }
 
 static void show_knobs(const CtlProperties *p) {
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
 
-                printf("Knobs.%s.Applied=%s\n", k->name, k->applied);
-                printf("Knobs.%s.Target=%s\n", k->name, k->target);
-                printf("Knobs.%s.Baseline=%s\n", k->name, k->baseline);
-                printf("Knobs.%s.Source=%s\n", k->name, k->source);
-                printf("Knobs.%s.Policy=%s\n", k->name, k->policy);
-                printf("Knobs.%s.Unit=%s\n", k->name, k->unit);
+                kv(k->applied, "Knobs.%s.Applied", k->name);
+                kv(k->target, "Knobs.%s.Target", k->name);
+                kv(k->baseline, "Knobs.%s.Baseline", k->name);
+                kv(k->source, "Knobs.%s.Source", k->name);
+                kv(k->policy, "Knobs.%s.Policy", k->name);
+                kv(k->unit, "Knobs.%s.Unit", k->name);
         }
 }
 
 static void show_active_policies(const CtlProperties *p) {
-        printf("ActivePolicies=");
+        g_autoptr(GString) names = g_string_new(NULL);
+
         for (guint i = 0; i < p->active_policies->len; i++)
-                printf("%s%s", i > 0 ? " " : "", g_array_index(p->active_policies, CtlActivePolicy, i).name);
-        printf("\n");
+                g_string_append_printf(names, "%s%s", i > 0 ? " " : "", g_array_index(p->active_policies, CtlActivePolicy, i).name);
+        kv(names->str, "ActivePolicies");
         for (guint i = 0; i < p->active_policies->len; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
                 g_autofree char *units = g_strjoinv(" ", a->units);
 
-                printf("ActivePolicies.%s.Units=%s\n", a->name, units);
+                kv(units, "ActivePolicies.%s.Units", a->name);
         }
 }
 
@@ -244,70 +287,97 @@ static char *pool_id(const CtlPool *pool) {
         return g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
 }
 
+static void show_number(uint64_t value, const char *key) {
+        char buf[24];
+
+        snprintf(buf, sizeof buf, "%" PRIu64, value);
+        kv(buf, "%s", key);
+}
+
 static void show_pools(const CtlProperties *p) {
-        printf("HugeTLBPools=");
+        g_autoptr(GString) ids = g_string_new(NULL);
+
         for (guint i = 0; i < p->pools->len; i++) {
                 g_autofree char *id = pool_id(&g_array_index(p->pools, CtlPool, i));
 
-                printf("%s%s", i > 0 ? " " : "", id);
+                g_string_append_printf(ids, "%s%s", i > 0 ? " " : "", id);
         }
-        printf("\n");
+        kv(ids->str, "HugeTLBPools");
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
                 g_autofree char *id = pool_id(pool);
 
-                printf("HugeTLBPools.%s.Target=%" PRIu64 "\n", id, pool->target);
-                printf("HugeTLBPools.%s.Allocated=%" PRIu64 "\n", id, pool->allocated);
-                printf("HugeTLBPools.%s.Free=%" PRIu64 "\n", id, pool->free);
-                printf("HugeTLBPools.%s.Shortfall=%s\n", id, pool->shortfall);
+                static const char *const fields[] = { "Target", "Allocated", "Free" };
+                const uint64_t values[] = { pool->target, pool->allocated, pool->free };
+
+                for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
+                        g_autofree char *key = g_strdup_printf("HugeTLBPools.%s.%s", id, fields[f]);
+
+                        show_number(values[f], key);
+                }
+                kv(pool->shortfall, "HugeTLBPools.%s.Shortfall", id);
         }
 }
 
 static void show_needs_restart(const CtlProperties *p) {
-        printf("NeedsRestart=");
+        g_autoptr(GString) units = g_string_new(NULL);
+
         for (guint i = 0; i < p->needs_restart->len; i++)
-                printf("%s%s", i > 0 ? " " : "", g_array_index(p->needs_restart, CtlPair, i).key);
-        printf("\n");
+                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->needs_restart, CtlPair, i).key);
+        kv(units->str, "NeedsRestart");
         for (guint i = 0; i < p->needs_restart->len; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
 
-                printf("NeedsRestart.%s.Policy=%s\n", pair->key, pair->value);
+                kv(pair->value, "NeedsRestart.%s.Policy", pair->key);
         }
 }
 
 static void show_override(const CtlProperties *p) {
-        printf("Override=");
+        g_autoptr(GString) values = g_string_new(NULL);
+
         for (guint i = 0; i < p->override->len; i++) {
                 const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
 
-                printf("%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
+                g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
         }
-        printf("\n");
+        kv(values->str, "Override");
 }
 
 static void show_storms(const CtlProperties *p) {
-        printf("Storms=");
+        g_autoptr(GString) kinds = g_string_new(NULL);
+
         for (guint i = 0; i < p->storms->len; i++)
-                printf("%s%s", i > 0 ? " " : "", g_array_index(p->storms, CtlStorm, i).kind);
-        printf("\n");
+                g_string_append_printf(kinds, "%s%s", i > 0 ? " " : "", g_array_index(p->storms, CtlStorm, i).kind);
+        kv(kinds->str, "Storms");
         for (guint i = 0; i < p->storms->len; i++) {
                 const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
 
-                printf("Storms.%s.Phase=%s\n", s->kind, s->phase);
+                kv(s->phase, "Storms.%s.Phase", s->kind);
                 for (guint f = 0; f < s->figures->len; f++) {
                         const CtlFigure *fig = &g_array_index(s->figures, CtlFigure, f);
                         char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
-                        printf("Storms.%s.%s=%s\n", s->kind, fig->name, g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value));
+                        kv(g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value), "Storms.%s.%s", s->kind, fig->name);
                 }
+        }
+}
+
+/* One line per problem, FILE:LINE: severity: message; an empty one when there is none. */
+static void show_diagnostics(const CtlProperties *p) {
+        if (p->diagnostics->len == 0)
+                kv("", "PolicyDiagnostics");
+        for (guint i = 0; i < p->diagnostics->len; i++) {
+                g_autofree char *text = ctl_diagnostic_format(&g_array_index(p->diagnostics, CtlDiagnostic, i));
+
+                kv(text, "PolicyDiagnostics");
         }
 }
 
 static void show_property(const CtlProperties *p, const char *name) {
         if (streq(name, "Version"))
-                show_string(name, p->version);
+                kv(p->version, "%s", name);
         else if (streq(name, "Status"))
-                show_string(name, p->status);
+                kv(p->status, "%s", name);
         else if (streq(name, "Knobs"))
                 show_knobs(p);
         else if (streq(name, "ActivePolicies"))
@@ -319,13 +389,15 @@ static void show_property(const CtlProperties *p, const char *name) {
         else if (streq(name, "Override"))
                 show_override(p);
         else if (streq(name, "OverrideExpiresAt"))
-                printf("OverrideExpiresAt=%" PRIu64 "\n", p->override_expires_at);
+                show_number(p->override_expires_at, name);
         else if (streq(name, "StormState"))
-                show_string(name, p->storm_state);
+                kv(p->storm_state, "%s", name);
         else if (streq(name, "StormAction"))
-                show_string(name, p->storm_action);
+                kv(p->storm_action, "%s", name);
         else if (streq(name, "Storms"))
                 show_storms(p);
+        else if (streq(name, "PolicyDiagnostics"))
+                show_diagnostics(p);
 }
 
 static void show_properties(const CtlProperties *p, char *const *names) {
@@ -333,22 +405,31 @@ static void show_properties(const CtlProperties *p, char *const *names) {
                 show_property(p, names[i]);
 }
 
+/* PROPERTY arguments and -p/--property= name the same thing; either or both may be given. */
 int verb_show(const CtlOptions *o, int argc, char *argv[]) {
-        g_auto(GStrv) names = NULL;
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
 
         for (int i = 0; i < argc; i++)
-                if (!g_strv_contains(ctl_property_names, argv[i])) {
-                        g_autofree char *known = g_strjoinv(", ", (char **) ctl_property_names);
+                g_ptr_array_add(names, g_strdup(argv[i]));
+        for (size_t i = 0; o->properties && o->properties[i]; i++)
+                g_ptr_array_add(names, g_strdup(o->properties[i]));
+        for (guint i = 0; i < names->len; i++) {
+                const char *name = g_ptr_array_index(names, i);
+                const char *match;
 
-                        log_error("Unknown property '%s'; thpd has: %s.", argv[i], known);
-                        return CTL_EXIT_USAGE;
-                }
-        if (argc > 0) {
-                names = g_new0(char *, argc + 1);
-                for (int i = 0; i < argc; i++)
-                        names[i] = g_strdup(argv[i]);
-        } else
-                names = g_strdupv((char **) ctl_property_names);
+                if (g_strv_contains(ctl_property_names, name))
+                        continue;
+                match = closest_match(name, (const char *const *) ctl_property_names, g_strv_length((char **) ctl_property_names));
+                if (match)
+                        return ctl_usage_error("Unknown property '%s'; did you mean '%s'?", name, match);
+                g_autofree char *known = g_strjoinv(", ", (char **) ctl_property_names);
+                return ctl_usage_error("Unknown property '%s'; thpd has: %s.", name, known);
+        }
+        if (names->len == 0)
+                for (size_t i = 0; ctl_property_names[i]; i++)
+                        g_ptr_array_add(names, g_strdup(ctl_property_names[i]));
+        g_ptr_array_add(names, NULL);
 
-        return print_properties(o, names, show_properties);
+        value_only = o->value;
+        return print_properties(o, (char *const *) names->pdata, show_properties);
 }

@@ -1,11 +1,39 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
+#include <limits.h>
 
+#include "ctl-bus.h"
 #include "ctl.h"
 #include "diagnostics.h"
 #include "log.h"
 #include "policy.h"
 #include "util.h"
+
+/* verify parses strictly: an unknown section or key, which the daemon only warns about (a newer
+ * policy on an older thpd), is an error here, so that a typo does not ship. */
+
+/* One file verify reports on: a FILE argument, or the file in effect for a policy name. */
+typedef struct Checked {
+        char *policy;       /* "redis.conf" */
+        char *path;         /* NULL when masked */
+        char *masked_by;
+        GPtrArray *shadowed; /* char*: what it overrides, or what the mask hides */
+        bool valid;
+} Checked;
+
+static void checked_clear(gpointer p) {
+        Checked *c = p;
+
+        g_free(c->policy);
+        g_free(c->path);
+        g_free(c->masked_by);
+        if (c->shadowed)
+                g_ptr_array_unref(c->shadowed);
+}
+
+static const char *const *search_dirs(const CtlOptions *o) {
+        return o->policy_dirs ? (const char *const *) o->policy_dirs : policy_default_dirs;
+}
 
 /* With --prefix=/usr/local the vendor directory is also the local one. */
 static bool listed_before(const char *const *dirs, size_t i) {
@@ -15,65 +43,187 @@ static bool listed_before(const char *const *dirs, size_t i) {
         return false;
 }
 
-/* Prints which file wins for each policy name, then parses the winners as the daemon would. */
-static int verify_dirs(const char *const *dirs, Diagnostics *diag) {
+/* True when the daemon reads the file where it is: it lies in one of the policy directories. */
+static bool in_policy_dir(const char *const *dirs, const char *path) {
+        g_autofree char *parent = g_path_get_dirname(path);
+        char real_parent[PATH_MAX], real_dir[PATH_MAX];
+
+        if (!realpath(parent, real_parent))
+                return false;
+        for (size_t i = 0; dirs[i]; i++)
+                if (realpath(dirs[i], real_dir) && streq(real_dir, real_parent))
+                        return true;
+        return false;
+}
+
+/* A file given by name: parsed, and checked for what would make the daemon ignore it. Where the
+ * daemon reads it, that is an error; elsewhere (a package's build tree) a warning, as the
+ * installed copy may well be owned by root. */
+static void verify_file(const char *const *dirs, const char *path, Diagnostics *diag, GArray *checked) {
+        g_autoptr(Policy) p = NULL;
+        DiagnosticLevel level = in_policy_dir(dirs, path) ? DIAGNOSTIC_ERROR : DIAGNOSTIC_WARNING;
+        Checked c = {
+                .policy = g_path_get_basename(path),
+                .path = g_strdup(path),
+                .shadowed = g_ptr_array_new_with_free_func(g_free),
+        };
+        bool trusted;
+
+        trusted = policy_file_check_trusted(path, level, diag) || level == DIAGNOSTIC_WARNING;
+        c.valid = policy_load(path, POLICY_PARSE_STRICT, diag, &p) >= 0 && trusted;
+        g_array_append_val(checked, c);
+}
+
+/* Which file wins for each policy name, each winner parsed as the daemon would, strictly. */
+static int verify_dirs(const char *const *dirs, Diagnostics *diag, GArray *checked) {
         g_autoptr(GPtrArray) files = NULL;
         int r;
 
         /* Trouble with a directory or a file is in diag; r < 0 means we could not even start. */
         r = policy_dirs_enumerate(dirs, diag, &files);
         if (r < 0)
-                return log_error_errno(r, "Failed to enumerate policy directories: %s", g_strerror(-r));
+                return r;
 
-        if (files->len == 0) {
+        for (guint i = 0; i < files->len; i++) {
+                const PolicyFile *f = g_ptr_array_index(files, i);
+                g_autoptr(Policy) p = NULL;
+                Checked c = {
+                        .policy = g_strdup(f->name),
+                        .path = g_strdup(f->path),
+                        .masked_by = g_strdup(f->masked_by),
+                        .shadowed = g_ptr_array_new_with_free_func(g_free),
+                        .valid = true,
+                };
+
+                for (guint j = 0; j < f->shadowed->len; j++)
+                        g_ptr_array_add(c.shadowed, g_strdup(g_ptr_array_index(f->shadowed, j)));
+                if (f->path)
+                        c.valid = policy_load(f->path, POLICY_PARSE_STRICT, diag, &p) >= 0;
+                g_array_append_val(checked, c);
+        }
+        return 0;
+}
+
+static void print_text(const char *const *dirs, bool with_dirs, GArray *checked, const Diagnostics *diag) {
+        if (with_dirs && checked->len == 0) {
                 printf("No policy files in:");
                 for (size_t i = 0; dirs[i]; i++)
                         if (!listed_before(dirs, i))
                                 printf(" %s", dirs[i]);
                 printf("\n");
         }
+        for (guint i = 0; with_dirs && i < checked->len; i++) {
+                const Checked *c = &g_array_index(checked, Checked, i);
 
-        for (guint i = 0; i < files->len; i++) {
-                const PolicyFile *f = g_ptr_array_index(files, i);
-                g_autoptr(Policy) p = NULL;
-
-                if (f->masked_by)
-                        printf("%s: masked by %s\n", f->name, f->masked_by);
+                if (c->masked_by)
+                        printf("%s: masked by %s\n", c->policy, c->masked_by);
                 else
-                        printf("%s: %s\n", f->name, f->path);
-                for (guint j = 0; j < f->shadowed->len; j++)
-                        printf("        %s %s\n", f->masked_by ? "masks" : "overrides",
-                               (const char *) g_ptr_array_index(f->shadowed, j));
-
-                if (f->path)
-                        (void) policy_load(f->path, POLICY_PARSE_STRICT, diag, &p);
+                        printf("%s: %s\n", c->policy, c->path);
+                for (guint j = 0; j < c->shadowed->len; j++)
+                        printf("        %s %s\n", c->masked_by ? "masks" : "overrides",
+                               (const char *) g_ptr_array_index(c->shadowed, j));
         }
-        return 0;
+        fflush(stdout);
+        diagnostics_print(diag, stderr);
+}
+
+static void diagnostic_to_json(Json *j, const Diagnostic *d) {
+        CtlDiagnostic c = {
+                .file = d->file,
+                .line = d->line,
+                .severity = (char *) (d->level == DIAGNOSTIC_ERROR ? "error" : "warning"),
+                .message = d->message,
+        };
+
+        json_diagnostic(j, &c, false);
+}
+
+/* A diagnostic belongs to the entry of the file it names, or, for verify without FILE, to the
+ * policy of the same file name (an untrusted file that lost its place to a lower one). */
+static bool belongs_to(const Diagnostic *d, const Checked *c, bool by_name) {
+        g_autofree char *base = NULL;
+
+        if (streq_ptr(d->file, c->path) || streq_ptr(d->file, c->masked_by))
+                return true;
+        if (!by_name)
+                return false;
+        base = g_path_get_basename(d->file);
+        return streq(base, c->policy);
+}
+
+static int print_json(GArray *checked, bool by_name, const Diagnostics *diag) {
+        g_autofree bool *attached = g_new0(bool, diag->items->len + 1);
+        Json j;
+
+        json_init(&j);
+        json_begin_object(&j, NULL);
+        json_begin_array(&j, "policies");
+        for (guint i = 0; i < checked->len; i++) {
+                const Checked *c = &g_array_index(checked, Checked, i);
+
+                json_begin_object(&j, NULL);
+                json_string(&j, "policy", c->policy);
+                json_string(&j, "state", c->masked_by ? "masked" : c->valid ? "valid" : "invalid");
+                json_string(&j, "path", c->path);
+                json_string(&j, "masked_by", c->masked_by);
+                json_begin_array(&j, "overrides");
+                for (guint k = 0; k < c->shadowed->len; k++)
+                        json_string(&j, NULL, g_ptr_array_index(c->shadowed, k));
+                json_end_array(&j);
+                json_begin_array(&j, "diagnostics");
+                for (guint k = 0; k < diag->items->len; k++) {
+                        const Diagnostic *d = g_ptr_array_index(diag->items, k);
+
+                        if (!belongs_to(d, c, by_name))
+                                continue;
+                        diagnostic_to_json(&j, d);
+                        attached[k] = true;
+                }
+                json_end_array(&j);
+                json_end_object(&j);
+        }
+        json_end_array(&j);
+        /* What belongs to no policy: a directory's problems, or an ignored file. */
+        json_begin_array(&j, "diagnostics");
+        for (guint k = 0; k < diag->items->len; k++)
+                if (!attached[k])
+                        diagnostic_to_json(&j, g_ptr_array_index(diag->items, k));
+        json_end_array(&j);
+        json_uint(&j, "errors", diag->n_errors);
+        json_uint(&j, "warnings", diag->n_warnings);
+        json_end_object(&j);
+        return json_print(&j);
 }
 
 int verb_verify(const CtlOptions *o, int argc, char *argv[]) {
+        const char *const *dirs = search_dirs(o);
+        g_autoptr(GArray) checked = g_array_new(FALSE, TRUE, sizeof(Checked));
         Diagnostics diag;
-        int ret;
+        int r;
 
+        g_array_set_clear_func(checked, checked_clear);
         diagnostics_init(&diag);
 
         if (argc == 0) {
-                if (verify_dirs(o->policy_dirs ? (const char *const *) o->policy_dirs : policy_default_dirs,
-                                &diag) < 0) {
+                r = verify_dirs(dirs, &diag, checked);
+                if (r < 0) {
                         diagnostics_clear(&diag);
+                        log_error("Cannot enumerate the policy directories: %s", g_strerror(-r));
                         return CTL_EXIT_FAILURE;
                 }
         } else
-                for (int i = 0; i < argc; i++) {
-                        g_autoptr(Policy) p = NULL;
+                /* Every file is checked, also after a bad one; the outcome is in diag. */
+                for (int i = 0; i < argc; i++)
+                        verify_file(dirs, argv[i], &diag, checked);
 
-                        /* The outcome is in diag, for every file. */
-                        (void) policy_load(argv[i], POLICY_PARSE_STRICT, &diag, &p);
-                }
-
-        fflush(stdout);
-        diagnostics_print(&diag, stderr);
-        ret = diag.n_errors > 0 ? CTL_EXIT_FAILURE : CTL_EXIT_OK;
+        if (o->json)
+                r = print_json(checked, argc == 0, &diag);
+        else {
+                print_text(dirs, argc == 0, checked, &diag);
+                r = CTL_EXIT_OK;
+        }
+        if (r == CTL_EXIT_OK && diag.n_errors > 0)
+                r = CTL_EXIT_FAILURE;
         diagnostics_clear(&diag);
-        return ret;
+        return r;
 }

@@ -72,6 +72,7 @@ expected=(
         /usr/share/man/man5/thpd.policy.5
         "$completionsdir/thpd-ctl"
         /usr/share/pkgconfig/thpd.pc
+        /usr/share/thpd/thpd-ctl.schema.json
 )
 
 printf '%s\n' "${expected[@]}" | sort >"$tmp/expected"

@@ -8,6 +8,8 @@ packages=(
         meson ninja-build gcc pkg-config libsystemd-dev libinih-dev libglib2.0-dev check
         # run and integration tests: a real bus and a real systemd manager
         dbus-daemon dbus-bin systemd util-linux python3 python3-dbus python3-gi
+        # thpd-ctl --json against data/thpd-ctl.schema.json
+        python3-jsonschema
         # data file, unit and man page checks; leak checks
         libxml2-utils man-db groff-base valgrind bash-completion
         # fuzzing: clang with libFuzzer and the sanitizer runtimes; a FUSE pool for the faults suite

@@ -69,7 +69,12 @@ Enabled=sometimes
 """
 
 PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'Override',
-              'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status')
+              'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status', 'PolicyDiagnostics')
+# The JSON key of each property (thpd-ctl status --json, show --json).
+JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
+             'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart', 'Override': 'override',
+             'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
+             'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics'}
 STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')
 STORM_PHASES = ('calm', 'suspect', 'storm', 'cooling')
 ANSI_ESCAPE = re.compile(r'\x1b\[')
@@ -266,27 +271,34 @@ class PropertiesTest(ApiTestCase):
             self.assertEqual(self.property(bus, name), busctl_property(self.stack, name), name)
 
     def test_status_json_and_show_json_match_the_properties(self):
+        def or_none(value):
+            return value if value != '' else None
+
         for verb in ('status', 'show'):
             data = self.ctl_json(verb)
-            self.assertEqual(set(data), set(PROPERTIES), verb)
-            self.assertEqual(data['Version'], self.version)
-            self.assertEqual(data['Status'], busctl_property(self.stack, 'Status'))
-            self.assertEqual([[k['name'], k['applied'], k['target'], k['baseline'], k['source'], k['policy'], k['unit']]
-                              for k in data['Knobs']], busctl_property(self.stack, 'Knobs'))
-            self.assertEqual([[a['name'], a['units']] for a in data['ActivePolicies']],
+            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'}, verb)
+            self.assertEqual(data['version'], self.version)
+            self.assertEqual(data['status'], busctl_property(self.stack, 'Status'))
+            self.assertEqual([[k['knob'], k['applied'], k['target'], k['baseline'], k['source'], k['policy'], k['unit']]
+                              for k in data['knobs']],
+                             [[or_none(v) for v in row] for row in busctl_property(self.stack, 'Knobs')])
+            self.assertEqual([[a['policy'], a['units']] for a in data['active_policies']],
                              busctl_property(self.stack, 'ActivePolicies'))
-            self.assertEqual([[p['page_size_kb'], p['node'], p['target'], p['allocated'], p['free'], p['shortfall']]
-                              for p in data['HugeTLBPools']], busctl_property(self.stack, 'HugeTLBPools'))
-            self.assertEqual(data['NeedsRestart'], [{'unit': 'postgresql.service', 'policy': 'postgresql.conf'}])
-            self.assertEqual(data['Override'], {})
-            self.assertEqual(data['OverrideExpiresAt'], 0)
-            self.assertEqual(data['StormState'], busctl_property(self.stack, 'StormState'))
-            self.assertEqual(data['StormAction'], busctl_property(self.stack, 'StormAction'))
-            self.assertEqual([[s['kind'], s['phase']] for s in data['Storms']],
+            self.assertEqual([[p['page_size_kb'], -1 if p['node'] is None else p['node'], p['target'], p['allocated'],
+                               p['free'], p['shortfall']] for p in data['hugetlb_pools']],
+                             [row[:5] + [or_none(row[5])] for row in busctl_property(self.stack, 'HugeTLBPools')])
+            self.assertEqual(data['needs_restart'], [{'unit': 'postgresql.service', 'policy': 'postgresql.conf'}])
+            self.assertEqual(data['override'], {})
+            self.assertIsNone(data['override_expires_at'])
+            self.assertIsNone(data['override_expires_at_usec'])
+            self.assertEqual(data['storm_state'], busctl_property(self.stack, 'StormState'))
+            self.assertEqual(data['storm_action'], busctl_property(self.stack, 'StormAction'))
+            self.assertEqual([[s['kind'], s['phase']] for s in data['storms']],
                              [row[:2] for row in busctl_property(self.stack, 'Storms')])
+            self.assertEqual(data['policy_diagnostics'], [])
 
         subset = self.ctl_json('show', 'StormState', 'Version')
-        self.assertEqual(set(subset), {'StormState', 'Version'})
+        self.assertEqual(set(subset), {'storm_state', 'version'})
 
     def test_status_text(self):
         out = self.ctl('status').stdout
@@ -344,6 +356,7 @@ class PropertiesTest(ApiTestCase):
         self.assertIn('NeedsRestart=postgresql.service', lines)
         self.assertIn('Override=', lines)
         self.assertIn('OverrideExpiresAt=0', lines)
+        self.assertIn('PolicyDiagnostics=', lines)
         self.assertEqual(self.ctl('show', 'StormAction').stdout, f'StormAction={busctl_property(self.stack, "StormAction")}\n')
         self.assertIn('Unknown property', self.ctl_fails(2, 'show', 'NoSuchThing'))
 
@@ -389,16 +402,20 @@ class PoliciesTest(ApiTestCase):
         self.assertEqual(rows['jvm.conf'][4:6], [False, ['jvm-app.service']])
         self.assertEqual(rows['broken.conf'][1:6], [str(self.policy_dir / 'broken.conf'), '', '', False, []])
 
-        listed = {p['name']: p for p in self.ctl_json('list')}
+        listed = {p['policy']: p for p in self.ctl_json('list')['policies']}
         self.assertEqual({n: p['state'] for n, p in listed.items()},
                          {'broken.conf': 'invalid', 'jvm.conf': 'inactive', 'mongodb.conf': 'masked',
                           'redis.conf': 'active'})
         self.assertEqual(listed['redis.conf']['overrides'], [str(self.low / 'redis.conf')])
-        self.assertEqual(listed['mongodb.conf']['masks'], [str(self.low / 'mongodb.conf')])
+        self.assertEqual(listed['mongodb.conf']['overrides'], [str(self.low / 'mongodb.conf')])
+        self.assertIsNone(listed['mongodb.conf']['path'])
+        self.assertEqual(listed['broken.conf']['diagnostics'],
+                         [{'file': str(self.policy_dir / 'broken.conf'), 'line': 4, 'severity': 'error',
+                           'message': "invalid value 'sometimes' for Enabled=; accepted: never, madvise, always"}])
 
         text = self.ctl('list').stdout.splitlines()
         self.assertRegex(text[0], r'^NAME +STATE +UNITS +PATH$')
-        self.assertRegex(text[-1], r'^4 policy files listed\.$')
+        self.assertRegex(text[-1], r'^4 policy files listed, 1 invalid\.$')
         self.assertTrue(any(re.match(r'^redis\.conf +active +redis-server\.service +' + re.escape(str(self.policy_dir)), line)
                             for line in text), text)
         bare = self.ctl('list', '--no-legend').stdout.splitlines()
@@ -413,6 +430,8 @@ class PoliciesTest(ApiTestCase):
                                  f'# masks {self.low}/mongodb.conf\n')
         data = self.ctl_json('cat', 'redis')
         self.assertEqual(data['content'], REDIS_POLICY)
+        self.assertEqual(data['diagnostics'], [])
+        self.assertIsNone(self.ctl_json('cat', 'mongodb')['content'])
         self.assertEqual(data['path'], str(self.policy_dir / 'redis.conf'))
         self.assertIn('No policy named nothing.conf', self.ctl_fails(1, 'cat', 'nothing'))
 
@@ -435,7 +454,7 @@ class PoliciesTest(ApiTestCase):
         for knob in knobs:
             self.assertEqual(sum(1 for v in everything if v[0] == knob and v[5]), 1, knob)
 
-        explained = self.ctl_json('explain', 'defrag')
+        explained = self.ctl_json('explain', 'defrag')['knobs']
         self.assertEqual(len(explained), 1)
         self.assertEqual((explained[0]['knob'], explained[0]['target'], explained[0]['source']), ('defrag', 'never', 'policy'))
         self.assertEqual(sorted((v['value'], v['source'], v['wins']) for v in explained[0]['votes']),
@@ -444,19 +463,20 @@ class PoliciesTest(ApiTestCase):
         self.assertIn('enabled = never, from redis.conf for redis-server.service', text)
         self.assertRegex(text, r'\n  → never +redis\.conf for redis-server\.service\n')
         self.assertRegex(text, r'\n    madvise +jvm\.conf for jvm-app\.service\n')
-        self.assertEqual(len(self.ctl_json('explain')), len(knobs))
+        self.assertEqual(len(self.ctl_json('explain')['knobs']), len(knobs))
 
         # An override outvotes every policy, and says so.
         self.ctl('override', 'enabled=always')
         self.wait_knobs(enabled='always')
-        winner = [v for v in self.ctl_json('explain', 'enabled')[0]['votes'] if v['wins']]
-        self.assertEqual(winner, [{'value': 'always', 'source': 'override', 'policy': '', 'unit': '', 'wins': True}])
+        winner = [v for v in self.ctl_json('explain', 'enabled')['knobs'][0]['votes'] if v['wins']]
+        self.assertEqual(winner, [{'value': 'always', 'source': 'override', 'policy': None, 'unit': None, 'wins': True}])
 
     def test_reload(self):
         self.start_thpd()
         self.write_policy('zz-new.conf', '[Policy]\nUnits=new-app.service\n[Khugepaged]\nDefrag=0\n')
         self.assertNotIn('zz-new.conf', self.policies())
-        self.ctl('reload')
+        # broken.conf is still broken: reload says so, and loads the rest.
+        self.assertIn('broken.conf:4: error:', self.ctl_fails(1, 'reload'))
         self.assertIn('zz-new.conf', self.policies())
         self.start_unit('new-app.service')
         self.wait_knobs({'khugepaged/defrag': '0'})
@@ -505,7 +525,7 @@ class OverrideTest(ApiTestCase):
         self.assertGreaterEqual(expires, before + 2 - 0.1)
         self.assertLessEqual(expires, time.time() + 2 + 0.1)
         self.assertRegex(self.ctl('status').stdout, r'Override: enabled=never defrag=defer until .* \(in \d+(ms|s)\)')
-        self.assertEqual(self.ctl_json('show', 'Override')['Override'], {'enabled': 'never', 'defrag': 'defer'})
+        self.assertEqual(self.ctl_json('show', 'Override')['override'], {'enabled': 'never', 'defrag': 'defer'})
 
         self.wait_knobs(enabled='madvise', defrag='madvise', timeout=5)
         self.assertGreaterEqual(time.time(), expires - 0.1, 'the override ended before its time')
@@ -588,15 +608,16 @@ class BadArgumentsTest(ApiTestCase):
         self.assertIn('needs KNOB=VALUE', self.ctl_fails(2, 'override'))
         self.assertIn('not a duration', self.ctl_fails(2, 'override', 'enabled=never', '--for=-5s'))
         self.assertIn('not a duration', self.ctl_fails(2, 'override', 'enabled=never', '--for=soon'))
-        self.assertIn('one year', self.ctl_fails(1, 'override', 'enabled=never', '--for=400d'))
+        self.assertIn('longer than an override may last (365d)', self.ctl_fails(2, 'override', 'enabled=never', '--for=400d'))
         self.assertIn('takes no KNOB=VALUE', self.ctl_fails(2, 'override', '--clear', 'enabled=never'))
         self.assertIn('does not take --for', self.ctl_fails(2, 'status', '--for=1s'))
         self.assertIn('does not take --json', self.ctl_fails(2, 'reload', '--json'))
         self.assertIn('Wrong number of arguments', self.ctl_fails(2, 'cat'))
-        self.assertIn('Unknown knob "bogus"', self.ctl_fails(1, 'override', 'bogus=1'))
-        self.assertIn('"sometimes" is not a value for enabled', self.ctl_fails(1, 'override', 'enabled=sometimes'))
+        self.assertIn('Unknown knob "bogus"', self.ctl_fails(2, 'override', 'bogus=1'))
+        self.assertIn('Unknown knob "bogus"', self.ctl_fails(2, 'explain', 'bogus'))
+        self.assertIn('"sometimes" is not a value for enabled', self.ctl_fails(2, 'override', 'enabled=sometimes'))
         self.assertIn('This kernel has no khugepaged/max_ptes_shared', self.ctl_fails(1, 'explain', 'khugepaged/max_ptes_shared'))
-        self.assertIn('given more than once', self.ctl_fails(1, 'override', 'enabled=never', 'enabled=always'))
+        self.assertIn('enabled is given more than once', self.ctl_fails(2, 'override', 'enabled=never', 'enabled=always'))
 
     def tearDown(self):
         # Whatever was thrown at it, the daemon runs and answers.
@@ -666,11 +687,11 @@ class SignalsTest(ApiTestCase):
         for change in applied['changes']:
             self.assertIn('redis.conf', change['reason'])
             self.assertIn('redis-server.service', change['reason'])
-        self.assertAlmostEqual(applied['time'] / 1e6, time.time(), delta=10)
+        self.assertAlmostEqual(applied['time_usec'] / 1e6, time.time(), delta=10)
         changed = self.read_until(monitor, lambda e: e['signal'] == 'PropertiesChanged')[-1]
-        self.assertTrue({'Knobs', 'ActivePolicies', 'HugeTLBPools', 'Status'} <= set(changed['changed']), changed)
-        self.assertNotIn('Version', changed['changed'])
-        self.assertNotIn('Storms', changed['changed'])
+        self.assertTrue({'knobs', 'active_policies', 'hugetlb_pools', 'status'} <= set(changed['changed']), changed)
+        self.assertNotIn('version', changed['changed'])
+        self.assertNotIn('storms', changed['changed'])
         self.assertEqual(changed['status'], busctl_property(self.stack, 'Status'))
 
         # Nothing changes: no signal at all. The override that follows is the marker: its
@@ -681,7 +702,7 @@ class SignalsTest(ApiTestCase):
         self.assertEqual(json.loads(marker)['signal'], 'Applied', marker)
         self.assertEqual(json.loads(marker)['changes'][0]['reason'], 'admin override')
         changed = self.read_until(monitor, lambda e: e['signal'] == 'PropertiesChanged')[-1]
-        self.assertEqual(sorted(changed['changed']), ['Knobs', 'Override'])
+        self.assertEqual(sorted(changed['changed']), ['knobs', 'override'])
 
         monitor.send_signal(signal.SIGINT)
         self.assertEqual(monitor.wait(5), 0)
@@ -756,7 +777,7 @@ class UnprivilegedTest(ApiTestCase):
         self.assertEqual(proc.stdout.strip(), '65534')
         status = self.as_nobody(*ctl_argv('status', '--json'))
         self.assertEqual(status.returncode, 0, status.stderr)
-        self.assertEqual(json.loads(status.stdout)['Knobs'], self.ctl_json('status')['Knobs'])
+        self.assertEqual(json.loads(status.stdout)['knobs'], self.ctl_json('status')['knobs'])
         for args in (['show'], ['list'], ['explain', 'enabled'], ['cat', 'redis'], ['await', 'redis-server.service']):
             proc = self.as_nobody(*ctl_argv(*args))
             self.assertEqual(proc.returncode, 0, f'{args}: {proc.stderr}')

@@ -71,14 +71,14 @@ class AwaitTest(test_api.ApiTestCase):
     def test_no_policy_returns_at_once(self):
         started = time.monotonic()
         self.assertEqual(self.ctl_json('await', 'unrelated.service'),
-                         {'unit': 'unrelated.service', 'has_policy': False, 'policy': ''})
+                         {'unit': 'unrelated.service', 'policy': None})
         self.assertLess(time.monotonic() - started, 2)
         self.assertEqual(self.ctl('await', 'unrelated.service').stdout, '')
 
     def test_running_unit_returns_at_once(self):
         self.start_unit(UNIT)
         self.wait_knobs(enabled='never')
-        self.assertEqual(self.ctl_json('await', UNIT), {'unit': UNIT, 'has_policy': True, 'policy': 'await.conf'})
+        self.assertEqual(self.ctl_json('await', UNIT), {'unit': UNIT, 'policy': 'await.conf'})
 
     def test_waits_for_the_unit_then_returns(self):
         proc = self.await_process('--json', '--timeout=20s', UNIT)
@@ -89,7 +89,7 @@ class AwaitTest(test_api.ApiTestCase):
         self.start_unit(UNIT)
         out, err = proc.communicate(timeout=10)
         self.assertEqual(proc.returncode, 0, err)
-        self.assertEqual(json.loads(out), {'unit': UNIT, 'has_policy': True, 'policy': 'await.conf'})
+        self.assertEqual(json.loads(out), {'unit': UNIT, 'policy': 'await.conf'})
         self.assert_knobs(enabled='never')
 
     def test_timeout(self):

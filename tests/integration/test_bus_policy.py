@@ -240,7 +240,7 @@ class BusPolicyTest(BusTestCase):
 
         status = self.as_nobody(os.environ['THPD_CTL_BIN'], 'status', '--json')
         self.assertEqual(status.returncode, 0, status.stderr)
-        knobs = {k['name']: k for k in json.loads(status.stdout)['Knobs']}
+        knobs = {k['knob']: k for k in json.loads(status.stdout)['knobs']}
         self.assertEqual(knobs['enabled']['applied'], self.kernel.read_knob('enabled'))
         version = self.as_nobody('busctl', f'--address={self.address}', 'get-property', BUS_NAME, BUS_PATH, INTERFACE,
                                  'Version')
@@ -289,7 +289,7 @@ class BusPolicyTest(BusTestCase):
         self.assertEqual([(c['knob'], c['new']) for c in event['changes']], [('enabled', 'never')])
         event = json.loads(test_api.SignalsTest.read_line(monitor))
         self.assertEqual(event['signal'], 'PropertiesChanged')
-        self.assertIn('Override', event['changed'])
+        self.assertIn('override', event['changed'])
 
 
 class PolkitTest(BusTestCase):

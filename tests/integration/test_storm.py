@@ -285,7 +285,7 @@ class StormTestCase(ThpdTestCase):
 
     def explain(self, knob):
         """{source: (value, wins)} of the votes on a knob."""
-        rows = json.loads(self.ctl('--json', 'explain', knob))
+        rows = json.loads(self.ctl('--json', 'explain', knob))['knobs']
         self.assertEqual(len(rows), 1, rows)
         return {v['source']: (v['value'], v['wins']) for v in rows[0]['votes']}
 
