@@ -44,6 +44,60 @@ expect_line "$bad/size-and-pages.conf:7: error: Size= (line 6) and Pages= both s
 [ "$(grep -c "^$scratch/warn.conf:2: warning:" "$scratch/err")" -eq 2 ] || fail "warn.conf not checked twice"
 "$ctl" verify "$scratch/warn.conf" 2>/dev/null || fail "warnings only: exit $?, expected 0"
 
+# Typos the daemon only warns about are errors here, with the name meant.
+"$ctl" verify "$bad/typo-key.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "typo-key.conf: exit $rc, expected 1"
+expect_line "$bad/typo-key.conf:5: error: unknown key Enabeld= in [TransparentHugePages], ignored; did you mean Enabled=?" "$scratch/err"
+"$ctl" verify "$bad/typo-section.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "typo-section.conf: exit $rc, expected 1"
+expect_line "$bad/typo-section.conf:4: error: unknown section [TransparentHugePage], its keys are ignored; did you mean [TransparentHugePages]?" "$scratch/err"
+
+# What the daemon would not trust: a warning for a file in a build tree, an error in a policy
+# directory (--policy-dir counts as one).
+mkdir -m 0755 "$scratch/build" "$scratch/policy.d"
+printf '[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\n' >"$scratch/build/loose.conf"
+chmod 0666 "$scratch/build/loose.conf"
+"$ctl" verify "$scratch/build/loose.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "loose.conf in a build tree: exit $rc, expected 0"
+expect_line "$scratch/build/loose.conf: warning: file is writable by group or others (mode 0666): thpd would not trust it there" "$scratch/err"
+cp -p "$scratch/build/loose.conf" "$scratch/policy.d/loose.conf"
+"$ctl" verify --policy-dir="$scratch/policy.d" "$scratch/policy.d/loose.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "loose.conf in a policy directory: exit $rc, expected 1"
+expect_line "$scratch/policy.d/loose.conf: error: file is writable by group or others (mode 0666): not trusted, ignored" "$scratch/err"
+chmod 0644 "$scratch/build/loose.conf"
+chmod 0777 "$scratch/build"
+"$ctl" verify "$scratch/build/loose.conf" 2>"$scratch/err"
+expect_line "$scratch/build/loose.conf: warning: directory $scratch/build is writable by group or others (mode 0777): thpd would not trust it there" "$scratch/err"
+chmod 0755 "$scratch/build"
+if [ "$(id -u)" -eq 0 ]; then
+        chown 65534 "$scratch/build/loose.conf"
+        "$ctl" verify "$scratch/build/loose.conf" 2>"$scratch/err"
+        expect_line "$scratch/build/loose.conf: warning: file is owned by uid 65534, not 0: thpd would not trust it there" "$scratch/err"
+        chown 0 "$scratch/build/loose.conf"
+fi
+"$ctl" verify "$scratch/build/loose.conf" 2>"$scratch/err" || fail "a clean file: exit $?"
+[ -s "$scratch/err" ] && fail "a clean file: $(cat "$scratch/err")"
+
+# --json: one object on stdout, nothing on stderr, the same exit status.
+"$ctl" verify --json "$bad/typo-key.conf" "$scratch/build/loose.conf" >"$scratch/out" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "verify --json: exit $rc, expected 1"
+[ -s "$scratch/err" ] && fail "verify --json wrote to stderr: $(cat "$scratch/err")"
+python3 - "$scratch/out" "$bad/typo-key.conf" <<'END' || fail "verify --json: $(cat "$scratch/out")"
+import json, sys
+data = json.load(open(sys.argv[1]))
+assert data['errors'] == 1 and data['warnings'] == 0, data
+typo, clean = data['policies']
+assert typo['state'] == 'invalid' and clean['state'] == 'valid', data
+assert typo['diagnostics'] == [{'file': sys.argv[2], 'line': 5, 'severity': 'error',
+                                'message': 'unknown key Enabeld= in [TransparentHugePages], ignored; did you mean Enabled=?'}], typo
+assert clean['diagnostics'] == [] and clean['masked_by'] is None, clean
+END
+
 # Binary garbage: one error at the line of the first bad byte.
 printf '[Policy]\nUnits=a.service\n\001\002\000garbage\n' >"$scratch/binary.conf"
 "$ctl" verify "$scratch/binary.conf" 2>"$scratch/err"
