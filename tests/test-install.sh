@@ -73,6 +73,8 @@ expected=(
         "$completionsdir/thpd-ctl"
         /usr/share/pkgconfig/thpd.pc
         /usr/share/thpd/thpd-ctl.schema.json
+        /usr/share/doc/thpd/outcomes-measured.md
+        /usr/share/doc/thpd/packaging-redis-example.md
 )
 
 printf '%s\n' "${expected[@]}" | sort >"$tmp/expected"
