@@ -1069,7 +1069,6 @@ char *ctl_format_timestamp(uint64_t realtime_usec) {
         struct timespec now;
         uint64_t now_usec;
         time_t t = (time_t) (realtime_usec / USEC_PER_SEC);
-        g_autofree char *relative = NULL;
         struct tm tm;
         char buf[64];
 
