@@ -85,13 +85,10 @@ its sd_notify() would block.
 """
 
 import argparse
-import ctypes
-import ctypes.util
 import os
 import platform
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -104,7 +101,8 @@ sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
 sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
 import thpdtest  # noqa: E402
-from benchlib import context_switches, cpu_ticks, percentile, render, switches_between  # noqa: E402
+from benchlib import (IN_CLOSE_NOWRITE, IN_CLOSE_WRITE, IN_MODIFY, Inotify, context_switches,  # noqa: E402
+                      cpu_ticks, percentile, render, switches_between)
 
 SKIP = 77
 
@@ -140,59 +138,12 @@ CHECKPOINT_EVERY = 100
 # src/manager.c): that wakeup belongs to the activity before the idle window, not to it.
 QUIET_BEFORE_IDLE = 7.0
 
-IN_MODIFY = 0x00000002
-IN_CLOSE_WRITE = 0x00000008
-IN_CLOSE_NOWRITE = 0x00000010
-IN_NONBLOCK = 0o4000
-IN_CLOEXEC = 0o2000000
-INOTIFY_EVENT = struct.Struct('iIII')
-
-
 class BenchError(Exception):
     """The benchmark could not measure what it set out to."""
 
 
 def now_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-
-
-class Inotify:
-    """A non-blocking inotify descriptor; watches are named so events say what they concern."""
-
-    def __init__(self):
-        self._libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
-        self._libc.inotify_init1.argtypes = [ctypes.c_int]
-        self._libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self.fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if self.fd < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, f'inotify_init1: {os.strerror(e)}')
-        self._names = {}
-
-    def add(self, path, name, mask):
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
-        if wd < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, f'inotify_add_watch {path}: {os.strerror(e)}')
-        self._names[wd] = name
-
-    def read(self):
-        """[(name, mask)] of the events queued now, in kernel order."""
-        events = []
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return events
-            offset = 0
-            while offset < len(data):
-                wd, mask, _, length = INOTIFY_EVENT.unpack_from(data, offset)
-                offset += INOTIFY_EVENT.size + length
-                if wd in self._names:
-                    events.append((self._names[wd], mask))
-
-    def close(self):
-        os.close(self.fd)
 
 
 def read_status(pid):

@@ -1,8 +1,58 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""What the benchmarks share: reading a process's CPU time and context switches, nearest-rank
-percentiles, and the plain-text table they print."""
+"""What the benchmarks share: reading a process's CPU time and context switches, inotify on
+knob files, nearest-rank percentiles, and the plain-text table they print."""
 
+import ctypes
+import ctypes.util
+import os
+import struct
 from pathlib import Path
+
+IN_MODIFY = 0x00000002
+IN_CLOSE_WRITE = 0x00000008
+IN_CLOSE_NOWRITE = 0x00000010
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+INOTIFY_EVENT = struct.Struct('iIII')
+
+
+class Inotify:
+    """A non-blocking inotify descriptor; watches are named so events say what they concern."""
+
+    def __init__(self):
+        self._libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
+        self._libc.inotify_init1.argtypes = [ctypes.c_int]
+        self._libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self.fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if self.fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f'inotify_init1: {os.strerror(e)}')
+        self._names = {}
+
+    def add(self, path, name, mask):
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
+        if wd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f'inotify_add_watch {path}: {os.strerror(e)}')
+        self._names[wd] = name
+
+    def read(self):
+        """[(name, mask)] of the events queued now, in kernel order."""
+        events = []
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return events
+            offset = 0
+            while offset < len(data):
+                wd, mask, _, length = INOTIFY_EVENT.unpack_from(data, offset)
+                offset += INOTIFY_EVENT.size + length
+                if wd in self._names:
+                    events.append((self._names[wd], mask))
+
+    def close(self):
+        os.close(self.fd)
 
 
 def cpu_ticks(pid):
