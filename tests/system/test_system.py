@@ -619,6 +619,59 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(self.show(c)['NeedsRestart'], '', 'Redis started under never and needs no restart')
         self.assertNotIn('need a restart', self.ctl(c, 'status').stdout)
 
+    def test_5g_second_instance(self):
+        """A second thpd on the system bus exits 1 before it records or writes anything; the
+        running one keeps its baseline record and its knobs."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        pid = self.thpd_pid(c)
+        record = c.read('/run/thpd/baseline')
+        with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
+            proc = c.run('/usr/sbin/thpd', check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn(f'Another thpd (PID {pid}) owns org.thpd1 on this bus; exiting without touching any knob.',
+                      proc.stdout + proc.stderr)
+        self.assertEqual(watch.seen, [])
+        self.assertEqual(c.read('/run/thpd/baseline'), record)
+        self.assertEqual(self.thpd_pid(c), pid)
+        self.assert_follows_redis(c)
+
+    def test_5h_bus_restart(self):
+        """The system bus dies while Redis runs: thpd exits 1 with the knobs as they are, and
+        Restart=on-failure brings it back once the bus is there again; never throughout."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        pid = self.thpd_pid(c)
+        cursor = c.cursor()
+        with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
+            c.run('systemctl', 'kill', '--signal=KILL', 'dbus.service')
+            # The next client starts the bus again through dbus.socket.
+            wait_until(lambda: c.run('busctl', '--system', 'status', 'org.freedesktop.DBus', check=False).returncode == 0,
+                       DEADLINE, 'the system bus to come back')
+            wait_until(lambda: self.thpd_pid(c) not in (0, pid) and c.unit_state('thpd.service') == ('active', 'running'),
+                       DEADLINE, 'systemd to start thpd again')
+        self.assertEqual(watch.seen, [])
+        self.wait_journal(c, r'^Lost the connection to the system bus; exiting with the knobs as they are', cursor)
+        self.wait_journal(c, r'^Reusing the baseline recorded in /run/thpd', cursor)
+        self.assert_no_loosening(c, cursor)
+        self.assertEqual(self.show(c)['Knobs.enabled.Baseline'], base(ENABLED))
+        self.assert_follows_redis(c)
+
+    def test_5i_reload_drops_an_active_policy(self):
+        """An admin masks the active Redis policy and reloads: the knobs go back to the
+        baseline and status counts no active policy."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        c.sh('mkdir -p /etc/thpd/policy.d && ln -s /dev/null /etc/thpd/policy.d/redis.conf')
+        c.run('systemctl', 'reload', 'thpd')
+        self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
+        self.assertEqual(self.show(c)['ActivePolicies'], '')
+        wait_until(lambda: '; 0 active policies' in c.unit_property('thpd.service', 'StatusText'),
+                   DEADLINE, lambda: f'StatusText to count 0 active policies: {c.unit_property("thpd.service", "StatusText")}')
+
     def test_6_trigger_and_purge(self):
         """A package that ships a policy makes thpd reload (dpkg trigger); removing it reloads
         again; "apt purge thpd" while Redis runs leaves the machine at its baseline."""
