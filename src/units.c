@@ -391,7 +391,8 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
                 return schedule_retry(t);
         }
 
-        /* What is known of exited units survives a re-enumeration; only new ones are asked. */
+        /* What is known of exited units survives a re-enumeration; only new ones are asked.
+         * exited: name -> 1 (nothing left running) or 2 (processes left). */
         g_hash_table_iter_init(&iter, t->units);
         while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &old))
                 if (is_exited(old))
