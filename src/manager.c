@@ -143,8 +143,11 @@ static bool unit_filter(const char *unit, void *userdata) {
         return false;
 }
 
-static void on_units_changed(UnitTracker *t, void *userdata) {
-        manager_queue_apply(userdata);
+static void on_units_changed(UnitTracker *t, bool start_queued, void *userdata) {
+        if (start_queued)
+                manager_apply(userdata);
+        else
+                manager_queue_apply(userdata);
 }
 
 static int on_apply_event(sd_event_source *s, void *userdata) {
@@ -282,12 +285,13 @@ static void load_unit_record(Manager *m) {
                                   "needing a restart.", m->runtime_dir, strerror(-r));
                 return;
         }
+        /* This instance's tracker counts stops from zero. */
         g_hash_table_iter_init(&iter, started);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                g_hash_table_add(m->seen_wanted, g_strdup(name));
+                g_hash_table_insert(m->seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
         g_hash_table_iter_init(&iter, restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, (gpointer *) &policy)) {
-                g_hash_table_add(m->seen_wanted, g_strdup(name));
+                g_hash_table_insert(m->seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
                 g_hash_table_insert(m->needs_restart, g_strdup(name), g_strdup(policy));
         }
 }
@@ -431,6 +435,7 @@ static GArray *collect_active(Manager *m) {
         GArray *active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy));
         GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC), next_grace = 0;
+        /* name -> its stop count + 1, as seen_wanted */
         g_autoptr(GHashTable) wanted_now = g_hash_table_new(g_str_hash, g_str_equal);
 
         for (guint i = 0; i < m->policies->len; i++) {
@@ -444,12 +449,18 @@ static GArray *collect_active(Manager *m) {
                         g_hash_table_iter_init(&iter, units);
                         while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u))
                                 if (tracked_unit_is_wanted(u) && policy_matches_unit(p, u->name)) {
+                                        gpointer seen;
+                                        bool known = g_hash_table_lookup_extended(m->seen_wanted, u->name, NULL, &seen);
+
                                         g_ptr_array_add(rt->units, g_strdup(u->name));
-                                        g_hash_table_add(wanted_now, u->name);
+                                        g_hash_table_insert(wanted_now, u->name, GUINT_TO_POINTER(u->stops + 1));
                                         /* Already running when it first counted: its memory was
-                                         * mapped before this policy applied. */
-                                        if (!g_hash_table_contains(m->seen_wanted, u->name) && tracked_unit_is_running(u))
+                                         * mapped before this policy applied. One that stopped
+                                         * since the last apply started again under it. */
+                                        if (!known && tracked_unit_is_running(u))
                                                 g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
+                                                g_hash_table_remove(m->needs_restart, u->name);
                                 }
                 }
                 g_ptr_array_sort(rt->units, compare_strings);
@@ -483,9 +494,10 @@ static GArray *collect_active(Manager *m) {
                 g_hash_table_remove_all(m->seen_wanted);
                 GHashTableIter iter;
                 const char *name;
+                gpointer stops;
                 g_hash_table_iter_init(&iter, wanted_now);
-                while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                        g_hash_table_add(m->seen_wanted, g_strdup(name));
+                while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops))
+                        g_hash_table_insert(m->seen_wanted, g_strdup(name), stops);
                 g_hash_table_iter_init(&iter, m->needs_restart);
                 while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                         if (!g_hash_table_contains(wanted_now, name))

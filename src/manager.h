@@ -73,7 +73,7 @@ typedef struct Manager {
         Target target;
         GArray *pools;                 /* PoolStatus */
         GHashTable *needs_restart;     /* unit -> policy name */
-        GHashTable *seen_wanted;       /* units already wanted at the last apply */
+        GHashTable *seen_wanted;       /* units wanted at the last apply -> their stop count + 1 */
 
         sd_event_source *sigterm, *sigint, *sighup;
         sd_event_source *grace_timer, *override_timer;

@@ -86,9 +86,13 @@ bool unit_tracker_has_answered(const UnitTracker *t) {
         return t->answered;
 }
 
-static void notify_changed(UnitTracker *t) {
+static void notify(UnitTracker *t, bool start_queued) {
         if (t->ready && t->changed)
-                t->changed(t, t->userdata);
+                t->changed(t, start_queued, t->userdata);
+}
+
+static void notify_changed(UnitTracker *t) {
+        notify(t, false);
 }
 
 static TrackedUnit *track(UnitTracker *t, const char *name, const char *path) {
@@ -127,6 +131,11 @@ static bool set_state(TrackedUnit *u, const char *active_state, const char *sub_
         bool changed = false;
 
         if (active_state && !streq_ptr(u->active_state, active_state)) {
+                if (u->active_state && (streq(active_state, "deactivating") || streq(active_state, "inactive") ||
+                                        streq(active_state, "failed")) &&
+                    !streq(u->active_state, "deactivating") && !streq(u->active_state, "inactive") &&
+                    !streq(u->active_state, "failed"))
+                        u->stops++;
                 g_free(u->active_state);
                 u->active_state = g_strdup(active_state);
                 changed = true;
@@ -209,7 +218,7 @@ static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *er
         if (job_type_is_start(type)) {
                 if (u->start_job != c->job) {
                         u->start_job = c->job;
-                        notify_changed(t);
+                        notify(t, true);
                 }
         } else if (u->start_job == c->job) {
                 log_debug("%s: job %u is a %s job, not a start", u->name, c->job, type);
@@ -296,13 +305,19 @@ static int on_job_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         u = track(t, name, NULL);
         (void) call_job_type(t, name, id, job_path);
 
-        /* A new job on a unit that is not running is almost always a start. Acting now rather
-         * than after the JobType round trip sets the knobs before a Type=simple service, which
-         * goes straight to "active", runs its main process; the reply corrects a wrong guess. */
-        if (!tracked_unit_is_wanted(u)) {
+        /* Every new job counts as a start until the JobType reply says otherwise. On a unit
+         * that is not running it almost always is one, and acting now rather than after the
+         * round trip sets the knobs before a Type=simple service, which goes straight to
+         * "active", runs its main process. On a running unit it may be a restart, whose stop
+         * half must not release the policy; a stop is released once the reply or JobRemoved
+         * comes, a round trip later. */
+        if (u->start_job == 0) {
+                bool was_wanted = tracked_unit_is_wanted(u);
+
                 u->start_job = id;
                 log_debug("%s: job %u queued", name, id);
-                notify_changed(t);
+                if (!was_wanted)
+                        notify(t, true);
         }
         return 0;
 }
@@ -377,28 +392,27 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 
 static int schedule_retry(UnitTracker *t);
 
+static GHashTable *new_unit_table(void) {
+        return g_hash_table_new_full(g_str_hash, g_str_equal, NULL, tracked_unit_free);
+}
+
 static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
-        g_autoptr(GHashTable) exited = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) before = NULL;
         const char *name, *active, *sub, *path, *job_type;
-        GHashTableIter iter;
-        TrackedUnit *old;
         uint32_t job_id;
-        int known, r;
+        int r;
 
         if (sd_bus_message_is_method_error(m, NULL)) {
                 log_warning("Listing units failed: %s", sd_bus_message_get_error(m)->message);
                 return schedule_retry(t);
         }
 
-        /* What is known of exited units survives a re-enumeration; only new ones are asked.
-         * exited: name -> 1 (nothing left running) or 2 (processes left). */
-        g_hash_table_iter_init(&iter, t->units);
-        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &old))
-                if (is_exited(old))
-                        g_hash_table_insert(exited, g_strdup(old->name), GINT_TO_POINTER(old->exited_with_processes ? 2 : 1));
+        /* A unit's history survives a re-enumeration: how often it stopped, and what is left
+         * of an exited one (only newly exited units are asked). */
+        before = t->units;
+        t->units = new_unit_table();
         g_hash_table_remove_all(t->by_path);
-        g_hash_table_remove_all(t->units);
 
         r = sd_bus_message_enter_container(m, 'a', "(ssssssouso)");
         if (r < 0)
@@ -413,10 +427,13 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
                 (void) set_state(u, active, sub);
                 if (job_id != 0 && job_type_is_start(job_type))
                         u->start_job = job_id;
+                const TrackedUnit *prev = g_hash_table_lookup(before, name);
+
+                if (prev)
+                        u->stops = prev->stops;
                 if (is_exited(u)) {
-                        known = GPOINTER_TO_INT(g_hash_table_lookup(exited, name));
-                        if (known != 0)
-                                u->exited_with_processes = known == 2;
+                        if (prev && is_exited(prev))
+                                u->exited_with_processes = prev->exited_with_processes;
                         else
                                 ask_processes(t, u);
                 }
@@ -461,7 +478,7 @@ static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
                 if (!t->answered) {
                         t->answered = true;
                         if (t->changed)
-                                t->changed(t, t->userdata);
+                                t->changed(t, false, t->userdata);
                 }
                 return schedule_retry(t);
         }
@@ -548,7 +565,7 @@ int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChang
         t->filter = filter;
         t->changed = changed;
         t->userdata = userdata;
-        t->units = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, tracked_unit_free);
+        t->units = new_unit_table();
         t->by_path = g_hash_table_new(g_str_hash, g_str_equal);
 
         *ret = t;

@@ -21,11 +21,16 @@ typedef struct TrackedUnit {
         /* "exited" with processes left in its control group (asked with GetUnitProcesses when
          * it exited; a group that empties later is not followed). */
         bool exited_with_processes;
+        /* How often it stopped while followed: a unit that restarts between two applies is
+         * told from one that ran on, although both look the same at the second. */
+        unsigned stops;
 } TrackedUnit;
 
 typedef bool (*UnitFilter)(const char *unit, void *userdata);
-/* Called after any tracked unit changed state, and after (re-)enumeration. */
-typedef void (*UnitsChanged)(UnitTracker *t, void *userdata);
+/* Called after any tracked unit changed state, and after (re-)enumeration; start_queued when a
+ * unit got a start job, which a caller acts on at once: the signals of a whole start often
+ * arrive together, and the knobs must be set before the service runs. */
+typedef void (*UnitsChanged)(UnitTracker *t, bool start_queued, void *userdata);
 
 int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
                      void *userdata, UnitTracker **ret);

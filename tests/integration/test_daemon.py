@@ -294,7 +294,8 @@ class DaemonTest(ThpdTestCase):
         self.assertEqual(self.needs_restart(), [['jvm-app.service', 'jvm.conf']])
         # A unit that restarts after the restart of thpd starts under its policy.
         self.stack.run('systemctl', '--user', 'restart', 'jvm-app.service')
-        thpdtest.wait_until(lambda: self.needs_restart() == [], message=lambda: self._describe('NeedsRestart to empty'))
+        thpdtest.wait_until(lambda: self.needs_restart() == [],
+                            message=lambda: self._describe(f'NeedsRestart to empty, have {self.needs_restart()}'))
         second.stop()
 
     def test_06_pool_grows_on_start_and_shrinks_after_the_grace_period(self):
