@@ -298,6 +298,24 @@ class DaemonTest(ThpdTestCase):
                             message=lambda: self._describe(f'NeedsRestart to empty, have {self.needs_restart()}'))
         second.stop()
 
+    def test_05_restarting_a_unit_keeps_its_policy_throughout(self):
+        # The restart job holds the policy through its stop half: no write at all, however
+        # short-lived (a file's mtime shows any).
+        self.write_policy('redis.conf', REDIS_POLICY)
+        thpd = self.start_thpd()
+        self.start_unit('redis-server.service')
+        self.wait_knobs(REDIS)
+        written = {knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}
+        # Three: the manager's default start limit is five starts in 10 s.
+        for _ in range(3):
+            self.stack.run('systemctl', '--user', 'restart', 'redis-server.service')
+        self.assert_knobs(REDIS)
+        self.assertEqual({knob: self.kernel.knob_path(knob).stat().st_mtime_ns for knob in REDIS}, written,
+                         'a knob was written while Redis restarted')
+        self.stop_unit('redis-server.service')
+        self.wait_knobs(BASELINE)
+        thpd.stop()
+
     def test_06_pool_grows_on_start_and_shrinks_after_the_grace_period(self):
         self.write_config(f'PoolGracePeriod={POOL_GRACE_SECONDS:g}s\n')
         self.write_policy('postgresql.conf', POOL_POLICY)
