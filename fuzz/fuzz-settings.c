@@ -37,5 +37,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (guint i = 0; i < diag.items->len; i++)
                 g_free(diagnostic_format(g_ptr_array_index(diag.items, i)));
         diagnostics_clear(&diag);
+        settings_done(&s);
         return 0;
 }

@@ -6,29 +6,52 @@
 #include "runtime-file.h"
 #include "util.h"
 
-int runtime_file_write(const char *dir, const char *name, const char *content) {
-        g_autofree char *path = g_build_filename(dir, name, NULL);
+/* exact_mode 0: 0644 less the umask. */
+static int write_replacing(const char *path, const char *content, bool sync, mode_t exact_mode) {
         g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
         _cleanup_close_ int fd = -1;
         size_t len = strlen(content);
         ssize_t n;
 
-        if (g_mkdir_with_parents(dir, 0755) < 0)
+        /* A fresh file, never one that is there already: a symlink planted under the temporary
+         * name in a directory others can write must not redirect the write. */
+        if (unlink(tmp) < 0 && errno != ENOENT)
                 return -errno;
-
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
+        if (exact_mode != 0 && fchmod(fd, exact_mode) < 0)
+                goto fail;
         n = write(fd, content, len);
         if (n < 0)
-                return -errno;
-        if ((size_t) n != len)
-                return -EIO;
-        if (fsync(fd) < 0)
-                return -errno;
+                goto fail;
+        if ((size_t) n != len) {
+                errno = EIO;
+                goto fail;
+        }
+        if (sync && fsync(fd) < 0)
+                goto fail;
         if (rename(tmp, path) < 0)
-                return -errno;
+                goto fail;
         return 0;
+
+fail:;
+        int r = -errno;
+
+        (void) unlink(tmp);
+        return r;
+}
+
+int runtime_file_write(const char *dir, const char *name, const char *content) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+
+        if (g_mkdir_with_parents(dir, 0755) < 0)
+                return -errno;
+        return write_replacing(path, content, true, 0);
+}
+
+int file_replace(const char *path, const char *content, mode_t mode) {
+        return write_replacing(path, content, false, mode);
 }
 
 int runtime_file_remove(const char *dir, const char *name) {

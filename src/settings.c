@@ -22,6 +22,10 @@ void settings_init(Settings *c) {
         storm_config_init_defaults(&c->storm);
 }
 
+void settings_done(Settings *c) {
+        g_clear_pointer(&c->metrics_textfile, g_free);
+}
+
 static int parse_boolean(const char *s) {
         if (streq(s, "yes") || streq(s, "true") || streq(s, "on") || streq(s, "1"))
                 return 1;
@@ -107,6 +111,27 @@ static int baseline_setting(ParseState *s, const char *policy_section, const cha
         return 0;
 }
 
+/* node_exporter's textfile collector reads only *.prom files, and a relative path would depend
+ * on thpd's working directory: anything else is a file nobody reads. */
+static int metrics_setting(ParseState *s, const char *key, const char *value) {
+        if (!streq(key, "TextfilePath"))
+                return -ENOENT;
+
+        if (value[0] == '\0') {
+                g_clear_pointer(&s->settings->metrics_textfile, g_free);
+                return 0;
+        }
+        if (value[0] != '/' || !g_str_has_suffix(value, ".prom") || g_str_has_suffix(value, "/.prom")) {
+                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
+                                "invalid value for %s=: \"%s\" (an absolute path ending in .prom, "
+                                "in node_exporter's --collector.textfile.directory)", key, value);
+                return 0;
+        }
+        g_free(s->settings->metrics_textfile);
+        s->settings->metrics_textfile = g_strdup(value);
+        return 0;
+}
+
 static int handler(void *userdata, const char *section, const char *key, const char *value) {
         ParseState *s = userdata;
         int r = -ENOENT;
@@ -117,6 +142,8 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 r = baseline_setting(s, "TransparentHugePages", key, value);
         else if (streq(section, "BaselineKhugepaged"))
                 r = baseline_setting(s, "Khugepaged", key, value);
+        else if (streq(section, "Metrics"))
+                r = metrics_setting(s, key, value);
         else if (streq(section, "Storm")) {
                 r = storm_config_set(&s->settings->storm, key, value);
                 if (r == -EINVAL || r == -ERANGE) {

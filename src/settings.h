@@ -18,9 +18,12 @@ typedef struct Settings {
         int log_level;                    /* -1: not configured */
         KnobValue baseline[_KNOB_MAX];    /* explicit baseline values; UNSET = the kernel's own */
         StormConfig storm;                /* [Storm] */
+        char *metrics_textfile;           /* [Metrics] TextfilePath=; NULL: no metrics file */
 } Settings;
 
 void settings_init(Settings *c);
+/* Frees what settings_init() and settings_load_files() allocated; settings_init() may follow. */
+void settings_done(Settings *c);
 
 /* Reads files in order, later ones overriding earlier ones key by key. A file that cannot be
  * parsed leaves the settings it did not reach untouched; problems go to diag as FILE:LINE. */
