@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-metrics.h"
 #include "polkit.h"
 #include "util.h"
 
@@ -750,6 +751,12 @@ static int method_clear_override(sd_bus_message *msg, void *userdata, sd_bus_err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+static int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        g_autofree char *text = manager_metrics_render(userdata);
+
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
 static void awaiter_free(Awaiter *a) {
         if (!a)
                 return;
@@ -896,6 +903,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Await", SD_BUS_ARGS("s", unit), SD_BUS_RESULT("b", has_policy, "s", policy),
                                 method_await, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetMetrics", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_metrics,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
 
         SD_BUS_SIGNAL_WITH_ARGS("Applied", SD_BUS_ARGS("a(ssss)", changes), 0),
         SD_BUS_SIGNAL_WITH_ARGS("StormDetected", SD_BUS_ARGS("s", kind, "a{sd}", figures), 0),
@@ -1030,8 +1039,7 @@ void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const
                         r = append_figures(signal, kind, figures);
         } else if (event == STORM_EVENT_CLEARED) {
                 const StormKindState *ks = m->storm ? &storm_watcher_get_state(m->storm)->kinds[kind] : NULL;
-                uint64_t duration = ks && ks->phase_since_usec > ks->storm_since_usec ?
-                                    ks->phase_since_usec - ks->storm_since_usec : 0;
+                uint64_t duration = ks ? storm_kind_state_duration_usec(ks) : 0;
 
                 r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "StormCleared");
                 if (r >= 0)

@@ -44,9 +44,10 @@ static char *pool_reason(Manager *m, uint64_t page_size_kb, int node) {
         return g_string_free(g_steal_pointer(&s), false);
 }
 
-void manager_apply_pools(Manager *m) {
+unsigned manager_apply_pools(Manager *m) {
         PoolRoots roots = { .sysfs_root = m->sysfs_root, .procfs_root = m->procfs_root };
         PoolOps ops = pool_ops_sysfs(&roots);
+        unsigned errors = 0;
 
         g_array_set_size(m->pools, 0);
         for (size_t i = 0; i < m->target.n_pools; i++) {
@@ -83,6 +84,7 @@ void manager_apply_pools(Manager *m) {
                 if (r < 0) {
                         status.shortfall = g_strdup_printf("cannot read the pool: %s", strerror(-r));
                         g_array_append_val(m->pools, status);
+                        errors++;
                         continue;
                 }
 
@@ -99,6 +101,7 @@ void manager_apply_pools(Manager *m) {
                                 log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %s", size,
                                                 status.target, reason, strerror(-r));
                                 status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
+                                errors++;
                         } else if (res.allocated < status.target) {
                                 status.shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)",
                                                                    res.allocated, status.target, res.attempts);
@@ -119,6 +122,7 @@ void manager_apply_pools(Manager *m) {
                 }
                 g_array_append_val(m->pools, status);
         }
+        return errors;
 }
 
 int manager_restore_pools(Manager *m) {

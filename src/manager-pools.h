@@ -7,6 +7,7 @@
  * with the policies and units that asked named in the log, and putting them back on exit. */
 
 void manager_record_pool_baselines(Manager *m, Baseline *b);
-void manager_apply_pools(Manager *m);
+/* Returns the number of pools that could not be read or written (a shortfall is not counted). */
+unsigned manager_apply_pools(Manager *m);
 /* Returns 0, or the last error of a pool that could not be restored. */
 int manager_restore_pools(Manager *m);

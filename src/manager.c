@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-metrics.h"
 #include "manager-pools.h"
 #include "manager.h"
 #include "runtime-file.h"
@@ -68,6 +69,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->options.runtime_dir = m->runtime_dir;
         m->options.config_path = m->config_path;
         m->options.policy_dirs = m->policy_dirs;
+        m->start_time_usec = now_usec(CLOCK_REALTIME);
 
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
@@ -112,6 +114,9 @@ Manager *manager_free(Manager *m) {
         g_hash_table_destroy(m->seen_wanted);
         g_free(m->unit_record);
         g_free(m->status);
+        g_free(m->metrics_path);
+        g_free(m->metrics_text);
+        settings_done(&m->settings);
         g_free(m->sysfs_root);
         g_free(m->procfs_root);
         g_free(m->runtime_dir);
@@ -200,6 +205,7 @@ static int load_settings(Manager *m) {
         Diagnostics diag;
         int r;
 
+        settings_done(&m->settings);
         settings_init(&m->settings);
         diagnostics_init(&diag);
         if (m->config_path) {
@@ -531,11 +537,13 @@ const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size
         return buf;
 }
 
-static void apply_knobs(Manager *m, GArray *changes) {
+/* Returns the number of knobs that could not be read or set. */
+static unsigned apply_knobs(Manager *m, GArray *changes) {
         /* Until the manager has listed what runs, any write could loosen a knob a running
          * service needs (a restarted thpd finds its predecessor's values in place). */
         bool hold = !units_known(m);
         bool baseline_dirty = false;
+        unsigned errors = 0;
 
         FOREACH_KNOB(k) {
                 KnobValue want = m->target.value[k], cur;
@@ -555,6 +563,7 @@ static void apply_knobs(Manager *m, GArray *changes) {
                 r = sysfs_read_knob(m->sysfs_root, k, &cur);
                 if (r < 0) {
                         log_error_errno(r, "%s: cannot read: %s", knob_name(k), strerror(-r));
+                        errors++;
                         continue;
                 }
 
@@ -583,8 +592,10 @@ static void apply_knobs(Manager *m, GArray *changes) {
                                                 knob_value_to_string(k, want, a),
                                                 manager_knob_reason(m, k, reason, sizeof reason), strerror(-r));
                                 (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
+                                errors++;
                                 continue;
                         }
+                        m->counters.knob_writes++;
                         manager_knob_reason(m, k, reason, sizeof reason);
                         log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, cur, a),
                                  knob_value_to_string(k, want, b), reason);
@@ -600,6 +611,14 @@ static void apply_knobs(Manager *m, GArray *changes) {
                 if (r < 0)
                         log_warning_errno(r, "Cannot update the baseline record: %s", strerror(-r));
         }
+        m->counters.knob_errors += errors;
+        return errors;
+}
+
+/* Not before the unit list: a file saying that no policy is active could be scraped meanwhile. */
+static void update_metrics(Manager *m) {
+        if (units_known(m))
+                manager_metrics_update(m);
 }
 
 static void update_status(Manager *m) {
@@ -666,9 +685,9 @@ void manager_apply(Manager *m) {
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 
-        apply_knobs(m, changes);
+        m->last_apply_errors = apply_knobs(m, changes);
         if (units_known(m))
-                manager_apply_pools(m);
+                m->last_apply_errors += manager_apply_pools(m);
         m->applied_once = true;
         m->apply_generation++;
         update_status(m);
@@ -678,6 +697,7 @@ void manager_apply(Manager *m) {
                 m->ready_sent = true;
         }
         manager_bus_after_apply(m, (const KnobChange *) changes->data, changes->len);
+        update_metrics(m);
         schedule_trim(m);
 }
 
@@ -778,13 +798,31 @@ static void on_storm_event(StormWatcher *w, StormEvent event, StormKind kind, co
                            void *userdata) {
         Manager *m = userdata;
 
-        if (event == STORM_EVENT_MITIGATION_CHANGED) {
-                log_notice("Storm mitigation now at level %u.", storm_watcher_get_mitigation_level(w));
+        switch (event) {
+        case STORM_EVENT_DETECTED:
+                m->counters.storms_detected[kind]++;
+                m->counters.storm_last_detected_usec[kind] = now_usec(CLOCK_REALTIME);
+                break;
+        case STORM_EVENT_CLEARED:
+                m->counters.storm_usec[kind] += storm_kind_state_duration_usec(&storm_watcher_get_state(w)->kinds[kind]);
+                break;
+        case STORM_EVENT_MITIGATION_CHANGED: {
+                unsigned level = storm_watcher_get_mitigation_level(w);
+
+                log_notice("Storm mitigation now at level %u.", level);
+                if (level > m->mitigation_level)
+                        m->counters.mitigation_steps += level - m->mitigation_level;
+                m->mitigation_level = level;
                 update_mitigation(m);
                 manager_apply(m);
+                break;
+        }
+        default:
+                break;
         }
         manager_bus_storm_event(m, event, kind, figures);
         update_status(m);
+        update_metrics(m);
 }
 
 /* (Re)creates the watcher when its settings changed; a watcher that cannot read vmstat leaves
@@ -797,6 +835,7 @@ static void setup_storm_watcher(Manager *m, bool config_changed) {
                 return;
 
         m->storm = storm_watcher_free(m->storm);
+        m->mitigation_level = 0;
         unset_knobs(m->mitigation);
         r = storm_watcher_new(m->event, m->procfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
         if (r < 0)
@@ -808,6 +847,7 @@ int manager_reload(Manager *m) {
 
         log_info("Reloading policies and settings.");
         (void) sd_notify(false, "RELOADING=1");
+        m->counters.reloads++;
         (void) load_settings(m);
         load_policies(m);
         /* The target points into the policies just replaced: resolve against the new ones before

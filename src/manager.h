@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 
 #include "baseline.h"
+#include "metrics.h"
 #include "policy.h"
 #include "resolve.h"
 #include "settings.h"
@@ -88,6 +89,14 @@ typedef struct Manager {
         char *unit_record;             /* as last written to the runtime directory */
 
         struct StormWatcher *storm;    /* NULL until the storm watcher runs */
+        unsigned mitigation_level;     /* as last reported by the storm watcher */
+
+        uint64_t start_time_usec;      /* CLOCK_REALTIME */
+        MetricsCounters counters;
+        unsigned last_apply_errors;    /* knobs and pools the last apply could not read or set */
+        char *metrics_path;            /* the metrics file last written, or NULL */
+        char *metrics_text;            /* what it holds */
+        int metrics_error;             /* the last error writing it, logged once */
 
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;

@@ -173,6 +173,12 @@ typedef struct StormState {
 
 void storm_state_init(StormState *s);
 
+/* How long the last storm of a kind lasted, from its detection to the start of the phase it is
+ * in now: after STORM_EVENT_CLEARED, the whole storm including its cooling down. */
+static inline uint64_t storm_kind_state_duration_usec(const StormKindState *ks) {
+        return ks->phase_since_usec > ks->storm_since_usec ? ks->phase_since_usec - ks->storm_since_usec : 0;
+}
+
 typedef struct StormChanges {
         unsigned detected;            /* bit (1u << kind) for each kind that entered STORM */
         unsigned cleared;             /* ... and each that went from COOLING back to CALM */

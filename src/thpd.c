@@ -7,6 +7,7 @@
 #include "baseline.h"
 #include "config.h"
 #include "log.h"
+#include "manager-metrics.h"
 #include "manager.h"
 #include "runtime-file.h"
 #include "unit-record.h"
@@ -201,6 +202,11 @@ static int run(int argc, char *argv[]) {
                         }
                 }
         }
+
+        /* Series of a thpd that is gone must not look current to a fleet; the instance a
+         * restart hands over to rewrites the file. */
+        if (!m->handing_over)
+                manager_metrics_remove(m);
 
         manager_free(m);
         return exit_code;

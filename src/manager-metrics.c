@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager-metrics.h"
+#include "runtime-file.h"
+#include "storm.h"
+#include "util.h"
+
+/* node_exporter runs as its own user; thpd.service's UMask=0077 would hide the file from it. */
+#define METRICS_FILE_MODE 0644
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+char *manager_metrics_render(Manager *m) {
+        g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(MetricsKnob));
+        g_autoptr(GArray) policies = g_array_new(FALSE, TRUE, sizeof(MetricsPolicy));
+        g_autoptr(GArray) pools = g_array_new(FALSE, TRUE, sizeof(MetricsPool));
+        g_autoptr(GArray) restarts = g_array_new(FALSE, TRUE, sizeof(MetricsRestart));
+        g_autoptr(GPtrArray) restart_units = g_ptr_array_new();
+        KnobValue baseline[_KNOB_MAX];
+        MetricsInput in;
+        GHashTableIter iter;
+        gpointer unit;
+
+        in = (MetricsInput) {
+                .version = THPD_VERSION,
+                .start_time_usec = m->start_time_usec,
+                .units_ready = m->units && unit_tracker_is_ready(m->units),
+                .last_apply_errors = m->last_apply_errors,
+                .policy_diagnostics = &m->policy_diagnostics,
+                .override_expires_usec = m->override_expires_realtime,
+                .storm_watching = m->storm != NULL,
+                .storm_action = m->settings.storm.action,
+                .mitigation_level = m->mitigation_level,
+                .counters = &m->counters,
+        };
+
+        manager_effective_baseline(m, baseline);
+        FOREACH_KNOB(k) {
+                const Source *s = &m->target.source[k];
+                /* As the Knobs property: no target or source before the first resolution. */
+                bool resolved = m->applied_once && s->kind != SOURCE_NONE;
+                bool by_policy = resolved && s->kind == SOURCE_POLICY;
+
+                if (!m->present[k])
+                        continue;
+                g_array_append_val(knobs, ((MetricsKnob) {
+                        .knob = k,
+                        .applied = m->applied[k],
+                        .target = resolved ? m->target.value[k] : KNOB_VALUE_UNSET,
+                        .baseline = baseline[k],
+                        .source = resolved ? s->kind : SOURCE_NONE,
+                        .policy = by_policy ? s->policy->name : NULL,
+                        .unit = by_policy ? s->unit : NULL,
+                }));
+                in.n_override += m->override[k] != KNOB_VALUE_UNSET;
+        }
+
+        /* m->policies, not the runtime table: that one remembers policies a reload removed. */
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                const PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+
+                g_array_append_val(policies, ((MetricsPolicy) {
+                        .name = p->name,
+                        .active = rt && rt->active,
+                        .units = rt ? (const char *const *) rt->units->pdata : NULL,
+                        .n_units = rt ? rt->units->len : 0,
+                }));
+        }
+
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
+                const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
+
+                g_array_append_val(pools, ((MetricsPool) {
+                        .page_size_kb = p->page_size_kb,
+                        .node = p->node,
+                        .baseline = b ? b->pages : 0,
+                        .requested = t ? t->requested : 0,
+                        .target = p->target,
+                        .allocated = p->allocated,
+                        .free = p->free,
+                }));
+        }
+
+        /* Sorted: a hash table's order would change the text without a change of state. */
+        g_hash_table_iter_init(&iter, m->needs_restart);
+        while (g_hash_table_iter_next(&iter, &unit, NULL))
+                g_ptr_array_add(restart_units, unit);
+        g_ptr_array_sort(restart_units, compare_strings);
+        for (guint i = 0; i < restart_units->len; i++) {
+                const char *u = g_ptr_array_index(restart_units, i);
+
+                g_array_append_val(restarts, ((MetricsRestart) { .unit = u, .policy = g_hash_table_lookup(m->needs_restart, u) }));
+        }
+
+        for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++)
+                in.storm_phases[k] = storm_watcher_get_phase(m->storm, k);
+
+        in.knobs = (const MetricsKnob *) knobs->data;
+        in.n_knobs = knobs->len;
+        in.policies = (const MetricsPolicy *) policies->data;
+        in.n_policies = policies->len;
+        in.pools = (const MetricsPool *) pools->data;
+        in.n_pools = pools->len;
+        in.needs_restart = (const MetricsRestart *) restarts->data;
+        in.n_needs_restart = restarts->len;
+        return metrics_format(&in);
+}
+
+void manager_metrics_remove(Manager *m) {
+        if (!m->metrics_path)
+                return;
+        if (unlink(m->metrics_path) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Cannot remove the metrics file %s: %s", m->metrics_path, strerror(errno));
+        g_clear_pointer(&m->metrics_path, g_free);
+        g_clear_pointer(&m->metrics_text, g_free);
+}
+
+void manager_metrics_update(Manager *m) {
+        const char *path = m->settings.metrics_textfile;
+        g_autofree char *text = NULL;
+        int r;
+
+        /* A reload moved or dropped the file: the old one would go stale where it is. */
+        if (!streq_ptr(path, m->metrics_path))
+                manager_metrics_remove(m);
+        if (!path)
+                return;
+
+        text = manager_metrics_render(m);
+        if (streq_ptr(text, m->metrics_text))
+                return;
+
+        r = file_replace(path, text, METRICS_FILE_MODE);
+        if (r < 0) {
+                /* Tried again at the next change; said once, not at every apply. */
+                if (r != m->metrics_error)
+                        log_warning_errno(r, "Cannot write the metrics file %s: %s", path, strerror(-r));
+                m->metrics_error = r;
+                return;
+        }
+        if (m->metrics_error != 0)
+                log_info("Metrics file %s written again.", path);
+        else
+                log_debug("Metrics file %s written.", path);
+        m->metrics_error = 0;
+        g_free(m->metrics_path);
+        m->metrics_path = g_strdup(path);
+        g_free(m->metrics_text);
+        m->metrics_text = TAKE_PTR(text);
+}
