@@ -79,4 +79,5 @@ int verb_reload(const CtlOptions *o, int argc, char *argv[]);
 int verb_override(const CtlOptions *o, int argc, char *argv[]);
 int verb_monitor(const CtlOptions *o, int argc, char *argv[]);
 int verb_await(const CtlOptions *o, int argc, char *argv[]);
+int verb_metrics(const CtlOptions *o, int argc, char *argv[]);
 int verb_help(const CtlOptions *o, int argc, char *argv[]);

@@ -32,6 +32,8 @@ static const CtlVerb verbs[] = {
           "Follow changes and storms until interrupted", CTL_OPTION_JSON, 0 },
         { "await", 1, 1, verb_await, "UNIT",
           "Wait until the policy of UNIT is applied (for ExecStartPre=)", CTL_OPTION_JSON | CTL_OPTION_TIMEOUT, 0 },
+        { "metrics", 0, 0, verb_metrics, "",
+          "Print the state as Prometheus metrics (text exposition format)", 0, 0 },
         { "help", 0, 0, verb_help, "",
           "Show this help", 0, 0 },
 };

@@ -4,7 +4,7 @@
 mode, and clients running as root and as uid 65534 (setpriv).
 
 What it proves: only root may own org.thpd1; everyone may read the properties, introspect, ping
-and call ListPolicies, Explain and Await; Reload, SetOverride and ClearOverride pass the bus and
+and call ListPolicies, Explain, Await and GetMetrics; Reload, SetOverride and ClearOverride pass the bus and
 are refused by the daemon itself (no polkit on this bus); anything not listed is refused by the
 bus; thpd's signals reach unprivileged listeners. Then the polkit check itself, against a
 stand-in polkit on the same bus: authorized, refused, challenged, the interactive flag, and a
@@ -233,10 +233,15 @@ class BusPolicyTest(BusTestCase):
                      ('Ping', '', [], 'org.freedesktop.DBus.Peer'),
                      ('ListPolicies', '', [], INTERFACE),
                      ('Explain', 's', ['enabled'], INTERFACE),
-                     ('Await', 's', ['unrelated.service'], INTERFACE)):
+                     ('Await', 's', ['unrelated.service'], INTERFACE),
+                     ('GetMetrics', '', [], INTERFACE)):
             member, signature, args, interface = call
             error = self.call_as_nobody(member, signature, args, interface=interface)
             self.assertEqual(error[:2], ['', ''], call)
+
+        metrics = self.as_nobody(os.environ['THPD_CTL_BIN'], 'metrics')
+        self.assertEqual(metrics.returncode, 0, metrics.stderr)
+        self.assertIn('thpd_knob_info{knob="enabled",value="madvise",', metrics.stdout)
 
         status = self.as_nobody(os.environ['THPD_CTL_BIN'], 'status', '--json')
         self.assertEqual(status.returncode, 0, status.stderr)

@@ -271,7 +271,7 @@ class ExitCodesTest(ApiTestCase):
 
         not_running = {
             'status': [], 'show': [], 'list': [], 'explain': [], 'cat': ['redis'], 'reload': [],
-            'override': ['enabled=never'], 'monitor': [], 'await': ['a.service'],
+            'override': ['enabled=never'], 'monitor': [], 'await': ['a.service'], 'metrics': [],
         }
         for verb, args in not_running.items():
             self.assertEqual(self.ctl(verb, *args, check=False).returncode, 3, verb)
@@ -292,6 +292,7 @@ class ExitCodesTest(ApiTestCase):
             'monitor': {2: [['extra'], ['--for=1s']]},
             'await': {0: [['unrelated.service']], 1: [['--timeout=1s', 'redis-server.service']],
                       2: [[], ['no-suffix'], ['--timeout=0']]},
+            'metrics': {0: [[]], 2: [['extra'], ['--json']]},
             'help': {0: [[]], 2: [['extra']]},
         }
         self.assertEqual(sorted(cases), sorted(self.verbs()))

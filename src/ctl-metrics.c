@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "ctl-bus.h"
+#include "log.h"
+#include "util.h"
+
+/* thpd formats the text itself (GetMetrics), so that this prints exactly what it writes to the
+ * metrics file node_exporter reads ([Metrics] TextfilePath=). */
+int verb_metrics(const CtlOptions *o, int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *text;
+        int r;
+
+        r = ctl_bus_open(o, &bus);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = ctl_call(o, bus, "GetMetrics", 0, "read thpd's metrics", &reply, NULL);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = sd_bus_message_read(reply, "s", &text);
+        if (r < 0) {
+                log_error("Cannot read thpd's metrics from its reply: %s", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        if (fputs(text, stdout) < 0 || fflush(stdout) != 0) {
+                log_error("Cannot write the metrics.");
+                return CTL_EXIT_FAILURE;
+        }
+        return CTL_EXIT_OK;
+}
