@@ -14,16 +14,48 @@ packages=(
         libxml2-utils man-db groff-base valgrind bash-completion
         # fuzzing: clang with libFuzzer and the sanitizer runtimes; a FUSE pool for the faults suite
         clang libclang-rt-14-dev python3-fusepy
+        # the Kubernetes manifest against the API models
+        python3-yaml python3-kubernetes
 )
+# promtool (check metrics and rules) comes with Debian's Prometheus server, and node_exporter (the
+# textfile collector the tests scrape) with its service. Both packages would start and enable
+# their daemons (ports 9090 and 9100); the tests run their own node_exporter, so the services are
+# kept off: policy-rc.d forbids the start, and the boot-time links are removed.
+service_packages=(prometheus prometheus-node-exporter)
 
-missing=()
+installed() {
+        dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
+missing=() missing_services=()
 for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+        installed "$p" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+for p in "${service_packages[@]}"; do
+        installed "$p" || missing_services+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && [ ${#missing_services[@]} -eq 0 ] && exit 0
 
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-echo "Installing: ${missing[*]}"
+apt_install() {
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+echo "Installing: ${missing[*]} ${missing_services[*]}"
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+if [ ${#missing_services[@]} -gt 0 ]; then
+        policy_rc=/usr/sbin/policy-rc.d
+        own_policy_rc=
+        if [ ! -e "$policy_rc" ]; then
+                printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy_rc" >/dev/null
+                "${sudo[@]}" chmod 755 "$policy_rc"
+                own_policy_rc=1
+        fi
+        rc=0
+        apt_install "${missing_services[@]}" || rc=$?
+        [ -z "$own_policy_rc" ] || "${sudo[@]}" rm -f "$policy_rc"
+        [ "$rc" -eq 0 ] || exit "$rc"
+        for p in "${missing_services[@]}"; do
+                "${sudo[@]}" systemctl disable --quiet "$p.service" >/dev/null 2>&1 || true
+        done
+fi
