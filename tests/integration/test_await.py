@@ -121,14 +121,19 @@ class AwaitTest(test_api.ApiTestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn('thpd is stopping', err)
 
-    def start_while_thpd_is_frozen(self, *argv):
+    def start_while_thpd_is_frozen(self, *argv, until_recorded=False):
         """Runs argv (a unit start that returns once the main process has exited) while thpd is
-        stopped with SIGSTOP for FREEZE_SECONDS: thpd learns of the start only afterwards, so
-        only something that waits for it keeps the main process from running first."""
+        stopped with SIGSTOP for FREEZE_SECONDS, or until the main process has recorded what it
+        saw: thpd learns of the start only afterwards, so only something that waits for it keeps
+        the main process from running first."""
+        before = len(self.seen()) if self.record.exists() else 0
         os.kill(self.thpd.pid, signal.SIGSTOP)
         try:
             proc = subprocess.Popen(argv, env=self.stack.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            time.sleep(FREEZE_SECONDS)
+            if until_recorded:
+                wait_until(lambda: self.record.exists() and len(self.seen()) > before, message='the main process to run')
+            else:
+                time.sleep(FREEZE_SECONDS)
         finally:
             os.kill(self.thpd.pid, signal.SIGCONT)
         _, err = proc.communicate(timeout=60)
@@ -139,10 +144,11 @@ class AwaitTest(test_api.ApiTestCase):
 
     def test_without_await_the_service_wins_the_race(self):
         """The control: the same starts without ExecStartPre= show the race the test is about."""
-        for _ in range(5):
-            self.start_while_thpd_is_frozen('systemd-run', '--user', '--quiet', '--collect', f'--unit={UNIT}',
-                                            '-p', 'Type=oneshot', '--', *self.recorder())
-        self.assertIn('madvise', self.seen(), 'a frozen thpd should leave the main process the baseline')
+        # Frozen until the main process has run: under load a fixed window may end before
+        # the manager even starts it.
+        self.start_while_thpd_is_frozen('systemd-run', '--user', '--quiet', '--collect', f'--unit={UNIT}',
+                                        '-p', 'Type=oneshot', '--', *self.recorder(), until_recorded=True)
+        self.assertEqual(self.seen(), ['madvise'], 'a frozen thpd should leave the main process the baseline')
 
     def test_exec_start_pre_holds_the_service_back(self):
         """The start-order guarantee, over STARTS starts of a real transient unit.
