@@ -6,6 +6,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager-metrics.h"
+#include "manager-usage.h"
 #include "polkit.h"
 #include "util.h"
 
@@ -904,6 +905,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Await", SD_BUS_ARGS("s", unit), SD_BUS_RESULT("b", has_policy, "s", policy),
                                 method_await, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMetrics", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_metrics,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetUnitUsage", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sstts)", usage), method_get_unit_usage,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
 
         SD_BUS_SIGNAL_WITH_ARGS("Applied", SD_BUS_ARGS("a(ssss)", changes), 0),

@@ -30,12 +30,12 @@ typedef struct UnitUsage {
 /* "cgroup-v2", "cgroup-v1", "smaps"; "" for USAGE_SOURCE_NONE. */
 const char *usage_source_to_string(UsageSource s);
 
-/* cgroup v2 memory.stat: anon_thp (required) and shmem_thp (5.4+; USAGE_UNKNOWN without). */
+/* cgroup v2 memory.stat: anon_thp (required) and shmem_thp (USAGE_UNKNOWN on kernels without it). */
 int usage_parse_memory_stat_v2(const char *content, UnitUsage *ret);
 /* cgroup v1 memory.stat: total_rss_huge (its own and its children's anon THP). */
 int usage_parse_memory_stat_v1(const char *content, UnitUsage *ret);
-/* /proc/PID/smaps_rollup: AnonHugePages and ShmemPmdMapped in bytes (ret_shmem USAGE_UNKNOWN on
- * kernels before 4.8, which lack the line). An empty file (a kernel thread, a zombie: no memory)
+/* /proc/PID/smaps_rollup: AnonHugePages and ShmemPmdMapped in bytes (ret_shmem USAGE_UNKNOWN
+ * without that line). An empty file (a kernel thread, a zombie: no memory)
  * holds nothing. */
 int usage_parse_smaps_rollup(const char *content, uint64_t *ret_anon, uint64_t *ret_shmem);
 
