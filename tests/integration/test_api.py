@@ -276,7 +276,9 @@ class PropertiesTest(ApiTestCase):
 
         for verb in ('status', 'show'):
             data = self.ctl_json(verb)
-            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'}, verb)
+            # status adds what GetUnitUsage says, which is no property.
+            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'} |
+                             ({'unit_usage'} if verb == 'status' else set()), verb)
             self.assertEqual(data['version'], self.version)
             self.assertEqual(data['status'], busctl_property(self.stack, 'Status'))
             self.assertEqual([[k['knob'], k['applied'], k['target'], k['baseline'], k['source'], k['policy'], k['unit']]
@@ -296,6 +298,12 @@ class PropertiesTest(ApiTestCase):
             self.assertEqual([[s['kind'], s['phase']] for s in data['storms']],
                              [row[:2] for row in busctl_property(self.stack, 'Storms')])
             self.assertEqual(data['policy_diagnostics'], [])
+            if verb == 'status':
+                # Sleeping processes: no THP, from whichever source this host has.
+                self.assertEqual([(u['unit'], u['policy'], u['anon_thp_bytes']) for u in data['unit_usage']],
+                                 [('postgresql.service', 'postgresql.conf', 0), ('redis-server.service', 'redis.conf', 0)])
+                self.assertTrue(all(u['source'] in ('cgroup-v2', 'cgroup-v1', 'smaps') for u in data['unit_usage']),
+                                data['unit_usage'])
 
         subset = self.ctl_json('show', 'StormState', 'Version')
         self.assertEqual(set(subset), {'storm_state', 'version'})
@@ -313,7 +321,10 @@ class PropertiesTest(ApiTestCase):
         self.assertRegex(out, r'\n +shmem_enabled +never +baseline\n')
         self.assertIn('  Pools:    2M  16/16 pages', out)
         self.assertRegex(out, r'\n  Storms: +\w+.*\(action: (log|mitigate)\)\n')
-        self.assertIn('  Restart needed: postgresql.service (postgresql.conf applied after it started)', lines)
+        self.assertRegex(out, r'\n  THP held: postgresql\.service    0 B anon, (0 B shmem|shmem not counted apart) '
+                              r'\((cgroup-v2|cgroup-v1|smaps)\)\n +redis-server\.service  0 B anon')
+        self.assertIn('  Restart needed: postgresql.service (postgresql.conf applied after it started; it holds no THP '
+                      'from before)', lines)
         self.assertNotIn('Override:', out)
 
     def status_on_a_terminal(self, **env):
