@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
+#include <signal.h>
 
 #include "procfs.h"
 #include "usage-read.h"
@@ -59,6 +60,13 @@ static int read_v1(const char *cgroupfs_root, const char *procfs_root, const cha
         return usage_parse_memory_stat_v1(content, ret);
 }
 
+/* A process's procfs directory is missing both when it exited since the manager listed it and
+ * when procfs hides it (hidepid=, ProtectProc=invisible): only the first means it holds
+ * nothing. */
+static bool process_gone(pid_t pid) {
+        return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
 static int read_smaps(const char *procfs_root, const UsageProcess *processes, size_t n, UnitUsage *ret) {
         UnitUsage sum = { .source = USAGE_SOURCE_SMAPS };
 
@@ -69,8 +77,10 @@ static int read_smaps(const char *procfs_root, const UsageProcess *processes, si
                 int r;
 
                 r = procfs_read_file(procfs_root, relpath, &content);
-                if (r == -ENOENT || r == -ESRCH)
-                        continue; /* exited since the manager listed it: it holds nothing now */
+                if ((r == -ENOENT || r == -ESRCH) && process_gone(processes[i].pid))
+                        continue;
+                if (r == -ENOENT)
+                        r = -EACCES; /* there, but hidden from thpd: its figure is not known */
                 if (r >= 0)
                         r = usage_parse_smaps_rollup(content, &anon, &shmem);
                 if (r < 0)

@@ -16,6 +16,7 @@ typedef struct UsageProcess {
  * memory controller's memory.stat (where the processes are in that cgroup of it), or the sum of
  * their smaps_rollup. cgroupfs_root and procfs_root are the relocatable roots (/sys/fs/cgroup,
  * /proc). A unit without processes holds no THP by the last source. Returns -errno when no
- * source could be read; a process that is gone by the time it is read is skipped. */
+ * source could be read (-EACCES for a process procfs hides); a process that has exited by the time
+ * it is read is skipped. */
 int usage_read_unit(const char *cgroupfs_root, const char *procfs_root, const UsageProcess *processes, size_t n,
                     UnitUsage *ret);

@@ -231,10 +231,13 @@ END_TEST
 
 START_TEST(test_read_smaps) {
         g_autofree char *cg = subdir("cgroup"), *proc = subdir("proc");
-        const UsageProcess ps[] = { { 10, UNIT }, { 12, UNIT }, { 11, UNIT } };
+        /* Beyond any pid_max (2^22): a process that exited after the manager listed it. */
+        const pid_t gone = INT32_MAX - 1;
+        const UsageProcess ps[] = { { 10, UNIT }, { gone, UNIT }, { 11, UNIT } };
+        const UsageProcess hidden[] = { { 10, UNIT }, { getpid(), UNIT } };
         UnitUsage u;
 
-        /* No cgroup file system at all, and PID 12 exited after the manager listed it. */
+        /* No cgroup file system at all, and one process has exited. */
         write_process(proc, 10, "0::/\n", SMAPS_2M);
         write_process(proc, 11, "0::/\n", "AnonHugePages: 4096 kB\nShmemPmdMapped: 2048 kB\n");
         ck_assert_int_eq(usage_read_unit(cg, proc, ps, ELEMENTSOF(ps), &u), 0);
@@ -246,6 +249,10 @@ START_TEST(test_read_smaps) {
         ck_assert_int_eq(usage_read_unit(cg, proc, NULL, 0, &u), 0);
         ck_assert_int_eq(u.source, USAGE_SOURCE_SMAPS);
         ck_assert_uint_eq(u.anon_thp_bytes, 0);
+
+        /* A process that runs but has no directory (procfs mounted with hidepid=, or
+         * ProtectProc=invisible) is not known, not 0. */
+        ck_assert_int_eq(usage_read_unit(cg, proc, hidden, ELEMENTSOF(hidden), &u), -EACCES);
 
         /* A file that is not smaps_rollup fails the unit rather than count wrong. */
         write_process(proc, 11, "0::/\n", "garbage\n");
