@@ -930,6 +930,7 @@ static int on_event_loop_exit(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
 
         fail_awaiters(m->bus_data);
+        manager_usage_fail_pending(m);
         return 0;
 }
 
@@ -985,6 +986,7 @@ void manager_bus_free(Manager *m) {
         if (!d)
                 return;
         fail_awaiters(d);
+        manager_usage_fail_pending(m);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
         polkit_registry_free(d->polkit);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "log.h"
+#include "manager-bus.h"
 #include "manager-usage.h"
 #include "manager.h"
 #include "usage-read.h"
@@ -46,14 +47,16 @@ static UsageRequest *usage_request_new(Manager *m, sd_bus_message *call) {
         req->call = sd_bus_message_ref(call);
         req->rows = g_ptr_array_new_with_free_func(usage_row_free);
         req->policy_names = g_ptr_array_new_with_free_func(g_free);
-        m->usage_requests++;
+        if (!m->usage_requests)
+                m->usage_requests = g_ptr_array_new();
+        g_ptr_array_add(m->usage_requests, req);
         return req;
 }
 
 static void usage_request_unref(UsageRequest *req) {
         if (!req || --req->ref > 0)
                 return;
-        req->m->usage_requests--;
+        g_ptr_array_remove_fast(req->m->usage_requests, req);
         sd_bus_message_unref(req->call);
         g_ptr_array_unref(req->rows);
         g_ptr_array_unref(req->policy_names);
@@ -191,12 +194,14 @@ int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *err
         _cleanup_(usage_request_unrefp) UsageRequest *req = NULL;
         int r;
 
-        if (m->usage_requests >= USAGE_REQUESTS_MAX)
+        if (m->usage_requests && m->usage_requests->len >= USAGE_REQUESTS_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "%u GetUnitUsage() calls are already waiting; try again later.", USAGE_REQUESTS_MAX);
 
         req = usage_request_new(m, msg);
         collect_units(req);
+        if (req->rows->len > 0)
+                log_debug("GetUnitUsage: asking the systemd manager for the processes of %u unit(s).", req->rows->len);
         for (guint i = 0; i < req->rows->len; i++) {
                 r = ask_processes(m, g_ptr_array_index(req->rows, i));
                 if (r < 0) {
@@ -210,4 +215,19 @@ int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return r < 0 ? r : 1;
         }
         return 1;
+}
+
+/* Callers get an answer rather than a vanished peer; and a request that still holds its call
+ * holds the bus, which would then never be freed with the calls in flight. */
+void manager_usage_fail_pending(Manager *m) {
+        if (!m->usage_requests)
+                return;
+        for (guint i = 0; i < m->usage_requests->len; i++) {
+                UsageRequest *req = g_ptr_array_index(m->usage_requests, i);
+
+                if (!req->call)
+                        continue;
+                (void) sd_bus_reply_method_errorf(req->call, THPD_ERROR_FAILED, "thpd is stopping.");
+                req->call = sd_bus_message_unref(req->call);
+        }
 }

@@ -107,6 +107,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->override_timer);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
+        /* After the bus: freeing it ends the calls in flight, which leave this list. */
+        g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);

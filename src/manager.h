@@ -98,7 +98,7 @@ typedef struct Manager {
         char *metrics_path;            /* the metrics file last written, or NULL */
         char *metrics_text;            /* what it holds */
         int metrics_error;             /* the last error writing it, logged once */
-        unsigned usage_requests;       /* GetUnitUsage calls waiting for the systemd manager */
+        GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;

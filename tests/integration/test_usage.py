@@ -13,7 +13,10 @@ Run as root:
     THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_usage.py -v
 """
 
+import os
 import re
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -109,6 +112,24 @@ class UsageTest(ApiTestCase):
         out = self.ctl('status').stdout
         self.assertRegex(out, r'\n  THP held: thp-hold\.service  \d+(\.\d)? MiB anon, ')
         self.assertRegex(out, r'\n  Restart needed: thp-hold\.service holds \d+(\.\d)? MiB in THP from before hold\.conf\n')
+
+    def test_answered_when_thpd_stops(self):
+        # A call waiting for the systemd manager (stopped here, so it cannot answer) gets an
+        # answer when thpd stops, and thpd exits cleanly (under ASan: with nothing leaked).
+        self.start_holder()
+        daemon = self.start_thpd('--procfs=/proc', '--cgroupfs=/sys/fs/cgroup')
+        self.wait_knobs(defrag='defer')
+        os.kill(self.stack.manager.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.stack.manager.pid, signal.SIGCONT)
+        caller = subprocess.Popen(['busctl', '--user', '--timeout=60', 'call', 'org.thpd1', '/org/thpd1',
+                                   'org.thpd1.Manager', 'GetUnitUsage'],
+                                  env=self.stack.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(caller.kill)
+        daemon.wait_log(r'GetUnitUsage: asking the systemd manager for the processes of 1 unit')
+        daemon.stop()
+        out, _ = caller.communicate(timeout=thpdtest.DEFAULT_TIMEOUT)
+        self.assertNotEqual(caller.returncode, 0, out)
+        self.assertIn('thpd is stopping', out)
 
     def test_no_units_no_reads(self):
         # No active policy: an empty answer at once, nothing asked of the manager.
