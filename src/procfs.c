@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <glib.h>
 #include <stddef.h>
 
 #include "procfs.h"
+#include "sysfs.h"
 #include "util.h"
-
-/* /proc/vmstat is about 5 KiB and grows by a line per new counter; anything this large is not a
- * procfs file we know. */
-#define PROCFS_FILE_MAX (64U * 1024U)
 
 static const struct {
         const char *name;
@@ -229,49 +225,16 @@ int procfs_parse_pid_stat(const char *content, ProcStat *ret) {
         return 0;
 }
 
+/* The same reader as for sysfs attributes (64 KiB at most, no embedded NUL), so that a FIFO in a
+ * broken --procfs tree cannot hang the daemon in open() or read() either. Free with free(). */
 int procfs_read_file(const char *procfs_root, const char *relpath, char **ret) {
         g_autofree char *path = g_build_filename(procfs_root, relpath, NULL);
-        _cleanup_close_ int fd = -1;
-        g_autofree char *buf = NULL;
-        size_t size = 0, allocated = 4096;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-
-        /* st_size of a procfs file is 0, so read until EOF. */
-        buf = g_malloc(allocated);
-        for (;;) {
-                ssize_t n;
-
-                if (size + 1 >= allocated) {
-                        if (allocated >= PROCFS_FILE_MAX)
-                                return -EFBIG;
-                        allocated *= 2;
-                        buf = g_realloc(buf, allocated);
-                }
-
-                n = read(fd, buf + size, allocated - size - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-
-        if (memchr(buf, '\0', size))
-                return -EBADMSG;
-        buf[size] = '\0';
-
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return read_small_file(path, ret);
 }
 
 int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
-        g_autofree char *content = NULL;
+        _cleanup_free_ char *content = NULL;
         int r;
 
         r = procfs_read_file(procfs_root, "vmstat", &content);
@@ -281,7 +244,8 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
 }
 
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret) {
-        g_autofree char *relpath = NULL, *content = NULL;
+        g_autofree char *relpath = NULL;
+        _cleanup_free_ char *content = NULL;
         int r;
 
         if (!resource || strchr(resource, '/'))
@@ -295,7 +259,8 @@ int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure
 }
 
 int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
-        g_autofree char *relpath = NULL, *content = NULL;
+        g_autofree char *relpath = NULL;
+        _cleanup_free_ char *content = NULL;
         ProcStat s;
         int r;
 

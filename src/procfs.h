@@ -61,8 +61,8 @@ typedef struct ProcStat {
 
 int procfs_parse_pid_stat(const char *content, ProcStat *ret);
 
-/* The whole content of a virtual file (st_size 0) below root, NUL-terminated. Also for cgroup
- * files, which are read the same way. */
+/* The whole content of a virtual file (st_size 0) below root, NUL-terminated; free with free().
+ * Also for cgroup files, which are read the same way. */
 int procfs_read_file(const char *root, const char *relpath, char **ret);
 
 int procfs_read_vmstat(const char *procfs_root, VmStat *ret);

@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -14,16 +15,43 @@
  * think it is (a huge file, /dev/zero). */
 #define SMALL_FILE_MAX (64U * 1024U)
 
+/* How long a read waits for its first byte. Only something that is not a regular file (a FIFO in
+ * a broken or hostile --sysfs tree) ever makes read() wait; this bounds how long one can stall the
+ * event loop. */
+#define SMALL_FILE_WAIT_USEC (1 * G_USEC_PER_SEC)
+
+/* Waits until fd is readable or the deadline (set on the first call) passes: 0 to read again,
+ * -ETIMEDOUT when nothing came in time. */
+static int wait_readable(int fd, int64_t *deadline) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int64_t now = g_get_monotonic_time();
+        int k;
+
+        if (*deadline == 0)
+                *deadline = now + SMALL_FILE_WAIT_USEC;
+        if (now >= *deadline)
+                return -ETIMEDOUT;
+
+        k = poll(&p, 1, (int) ((*deadline - now + 999) / 1000));
+        if (k < 0)
+                return errno == EINTR ? 0 : -errno;
+        return k == 0 ? -ETIMEDOUT : 0;
+}
+
 int read_small_file(const char *path, char **ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
+        int64_t deadline = 0;
         size_t n = 0;
         char *shrunk;
+        int r;
 
         if (!path || !ret)
                 return -EINVAL;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO must not hang the daemon in open() until a writer comes. It changes
+         * nothing for a regular file, which every sysfs and procfs attribute is. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
 
@@ -38,7 +66,17 @@ int read_small_file(const char *path, char **ret) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        if (errno != EAGAIN)
+                                return -errno;
+                        /* Only a FIFO (or a device) with a writer that has not written gets here:
+                         * wait a bounded time for the first data; once some came, "nothing more
+                         * for now" ends the file. */
+                        if (n > 0)
+                                break;
+                        r = wait_readable(fd, &deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
                 }
                 if (k == 0)
                         break;
@@ -69,8 +107,11 @@ int write_small_file(const char *path, const char *value) {
         len = strlen(value);
 
         /* Never O_CREAT: a knob this kernel lacks must stay missing. O_TRUNC is a no-op on sysfs
-         * and procfs but keeps a plain file in a test tree from holding a tail of the old value. */
-        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC);
+         * and procfs but keeps a plain file in a test tree from holding a tail of the old value.
+         * O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of hanging the daemon,
+         * and a full one fails the write() with EAGAIN; regular files ignore it, so the store
+         * handler's errno still comes back from write(). */
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
 

@@ -61,8 +61,11 @@ int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, ui
 int procfs_compact_memory(const char *procfs_root);
 
 /* Reads a whole small file (sysfs/procfs) into a NUL-terminated string; free with free().
- * -EFBIG beyond 64 KiB, -EBADMSG for an embedded NUL. */
+ * -EFBIG beyond 64 KiB, -EBADMSG for an embedded NUL. Never blocks in open(); something that is
+ * not a regular file (a FIFO) is read until EOF or until it has nothing more for now, and gives
+ * -ETIMEDOUT if no data (and no EOF) came within 1 s. */
 int read_small_file(const char *path, char **ret);
 /* Writes a string with a single write(), reporting the kernel's errno (not a buffered fclose).
- * Never creates the file: a missing one gives -ENOENT. */
+ * Never creates the file: a missing one gives -ENOENT. Never blocks: a FIFO without a reader
+ * gives -ENXIO, a full one -EAGAIN. */
 int write_small_file(const char *path, const char *value);

@@ -21,7 +21,8 @@ static const char *v2_hierarchy(const char *cgroupfs_root) {
 
 static int read_v2(const char *cgroupfs_root, const char *cgroup, UnitUsage *ret) {
         const char *hierarchy = v2_hierarchy(cgroupfs_root);
-        g_autofree char *relpath = NULL, *content = NULL;
+        g_autofree char *relpath = NULL;
+        _cleanup_free_ char *content = NULL;
         int r;
 
         if (!hierarchy)
@@ -39,7 +40,8 @@ static int read_v2(const char *cgroupfs_root, const char *cgroup, UnitUsage *ret
  * of them. */
 static int read_v1(const char *cgroupfs_root, const char *procfs_root, const char *cgroup, pid_t pid,
                    UnitUsage *ret) {
-        g_autofree char *relpath = NULL, *content = NULL, *pid_cgroup = NULL, *pid_path = NULL;
+        g_autofree char *relpath = NULL, *pid_cgroup = NULL, *pid_path = NULL;
+        _cleanup_free_ char *content = NULL;
         int r;
 
         pid_path = g_strdup_printf("%d/cgroup", (int) pid);
@@ -52,7 +54,7 @@ static int read_v1(const char *cgroupfs_root, const char *procfs_root, const cha
         if (!usage_cgroup_contains(cgroup, pid_cgroup))
                 return -ENOENT;
 
-        g_clear_pointer(&content, g_free);
+        free(TAKE_PTR(content));
         relpath = g_build_filename("memory", cgroup, "memory.stat", NULL);
         r = procfs_read_file(cgroupfs_root, relpath, &content);
         if (r < 0)
@@ -72,7 +74,7 @@ static int read_smaps(const char *procfs_root, const UsageProcess *processes, si
 
         for (size_t i = 0; i < n; i++) {
                 g_autofree char *relpath = g_strdup_printf("%d/smaps_rollup", (int) processes[i].pid);
-                g_autofree char *content = NULL;
+                _cleanup_free_ char *content = NULL;
                 uint64_t anon, shmem;
                 int r;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 
 #include "procfs.h"
 #include "test-util.h"
@@ -262,6 +263,15 @@ START_TEST(test_readers) {
 
                 test_write_file(root, "vmstat", big);
                 ck_assert_int_eq(procfs_read_vmstat(root, &v), -EFBIG);
+        }
+
+        /* A FIFO in a broken --procfs tree reads as empty at once instead of hanging in open(). */
+        {
+                g_autofree char *fifo = g_build_filename(root, "vmstat", NULL);
+
+                ck_assert_int_eq(unlink(fifo), 0);
+                ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+                ck_assert_int_eq(procfs_read_vmstat(root, &v), -EBADMSG);
         }
 
         test_rm_rf(root);

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "sysfs.h"
 #include "test-util.h"
@@ -80,54 +81,50 @@ static int run_in_child(int (*fn)(void *), void *userdata) {
 }
 
 /* A stand-in for a kernel attribute whose store handler accepts a write but then shows a value of
- * its own choosing, as sysfs does for a silently partial hugetlb allocation. The attribute is a
- * FIFO served by a child: it takes one write (saved to <relpath>.written), then answers one read
- * with `shows`. */
-static pid_t fake_attribute_start(const char *relpath, const char *shows) {
+ * its own choosing, as sysfs does for a silently partial hugetlb allocation: the attribute is a
+ * symlink to the slave side of a pseudo-terminal in raw mode. What the code under test writes
+ * goes to the master, where fake_attribute_finish() picks it up; what it reads is `shows`, queued
+ * on the master beforehand. The two directions are separate queues and the kernel hands queued
+ * input to a reader before it reports "nothing to read", so no process has to run between the
+ * write and the read-back and nothing depends on timing. (A FIFO served by a child did: once
+ * read_small_file() opened it O_NONBLOCK, it could read back its own write before the child took
+ * it.) Returns the master. */
+static int fake_attribute_start(const char *relpath, const char *shows) {
         g_autofree char *path = root_path(relpath);
         g_autofree char *parent = g_path_get_dirname(path);
-        pid_t pid;
+        size_t len = strlen(shows);
+        struct termios t;
+        int master;
+
+        master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        ck_assert_msg(master >= 0, "posix_openpt: %s", strerror(errno));
+        ck_assert_int_eq(grantpt(master), 0);
+        ck_assert_int_eq(unlockpt(master), 0);
+        /* No echo, no line editing, no newline translation. Set before `shows` is queued, or it
+         * would be echoed back into what the test reads as written. Through the master, this
+         * sets the slave's modes. */
+        ck_assert_int_eq(tcgetattr(master, &t), 0);
+        cfmakeraw(&t);
+        ck_assert_int_eq(tcsetattr(master, TCSANOW, &t), 0);
 
         ck_assert_int_eq(g_mkdir_with_parents(parent, 0755), 0);
-        ck_assert_int_eq(mkfifo(path, 0600), 0);
-
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                g_autofree char *written = g_strconcat(path, ".written", NULL);
-                char buf[256];
-                size_t n = 0;
-                ssize_t k;
-                int fd;
-
-                /* Never outlive a test whose code under test did not open the attribute. */
-                alarm(10);
-
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        _exit(1);
-                while ((k = read(fd, buf + n, sizeof buf - n)) > 0)
-                        n += (size_t) k;
-                close(fd);
-                if (k < 0 || !g_file_set_contents(written, buf, (gssize) n, NULL))
-                        _exit(1);
-
-                fd = open(path, O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, shows, strlen(shows)) != (ssize_t) strlen(shows))
-                        _exit(1);
-                close(fd);
-                _exit(0);
-        }
-        return pid;
+        ck_assert_int_eq(symlink(ptsname(master), path), 0);
+        ck_assert_int_eq(write(master, shows, len), (ssize_t) len);
+        return master;
 }
 
-static char *fake_attribute_finish(pid_t pid, const char *relpath) {
-        g_autofree char *written = g_strconcat(relpath, ".written", NULL);
-        int status;
+/* Returns what the code under test wrote to the attribute, and closes the master. */
+static char *fake_attribute_finish(int master) {
+        char buf[256];
+        size_t n = 0;
+        ssize_t k;
 
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake attribute %s failed", relpath);
-        return test_read_file(root, written);
+        /* The slave is closed by now, so the master reads what is queued, then EIO (or EAGAIN):
+         * it never waits. */
+        while (n < sizeof buf - 1 && (k = read(master, buf + n, sizeof buf - 1 - n)) > 0)
+                n += (size_t) k;
+        ck_assert_int_eq(close(master), 0);
+        return g_strndup(buf, n);
 }
 
 START_TEST(test_knob_path) {
@@ -238,23 +235,23 @@ END_TEST
 
 START_TEST(test_read_back_mismatch) {
         g_autofree char *written = NULL;
-        pid_t pid;
+        int master;
 
-        pid = fake_attribute_start(THP "enabled", "always madvise [never]\n");
+        master = fake_attribute_start(THP "enabled", "always madvise [never]\n");
         ck_assert_int_eq(sysfs_write_knob(root, KNOB_ENABLED, value_of(KNOB_ENABLED, "madvise")), -EIO);
-        written = fake_attribute_finish(pid, THP "enabled");
+        written = fake_attribute_finish(master);
         ck_assert_str_eq(written, "madvise");
 }
 END_TEST
 
 START_TEST(test_read_back_rerendered) {
         g_autofree char *written = NULL;
-        pid_t pid;
+        int master;
 
         /* Real sysfs answers a write of "defer" with the whole list, the new value bracketed. */
-        pid = fake_attribute_start(THP "defrag", "always [defer] defer+madvise madvise never\n");
+        master = fake_attribute_start(THP "defrag", "always [defer] defer+madvise madvise never\n");
         ck_assert_int_eq(sysfs_write_knob(root, KNOB_DEFRAG, value_of(KNOB_DEFRAG, "defer")), 0);
-        written = fake_attribute_finish(pid, THP "defrag");
+        written = fake_attribute_finish(master);
         ck_assert_str_eq(written, "defer");
 }
 END_TEST
@@ -275,6 +272,50 @@ START_TEST(test_write_errno_comes_from_write) {
         ck_assert_int_eq(write_small_file("/proc/self/oom_score_adj", "not-a-number"), -EINVAL);
         ck_assert_int_eq(read_small_file("/proc/self/oom_score_adj", &after), 0);
         ck_assert_str_eq(before, after);
+}
+END_TEST
+
+/* A FIFO where a knob should be (a broken or hostile --sysfs tree) must never hang the daemon,
+ * neither in open() nor in read(). */
+START_TEST(test_fifo_never_blocks) {
+        g_autofree char *dir = root_path(THP);
+        g_autofree char *path = root_path(THP "defrag");
+        KnobValue v = 42;
+        char *content = NULL;
+        char buf[16] = {};
+        gint64 start, waited;
+        int fd;
+
+        ck_assert_int_eq(g_mkdir_with_parents(dir, 0755), 0);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+
+        /* Nobody at the other end: a write fails at once, a read sees EOF, which no knob parses. */
+        ck_assert_int_eq(write_small_file(path, "never"), -ENXIO);
+        ck_assert_int_eq(sysfs_write_knob(root, KNOB_DEFRAG, value_of(KNOB_DEFRAG, "never")), -ENXIO);
+        ck_assert_int_eq(read_small_file(path, &content), 0);
+        ck_assert_str_eq(content, "");
+        free(content);
+        content = NULL;
+        ck_assert_int_eq(sysfs_read_knob(root, KNOB_DEFRAG, &v), -EBADMSG);
+
+        /* With the test at the other end (O_RDWR: both a reader and a writer, which never closes): a
+         * write goes through, and a read takes what is queued and stops when nothing more is. */
+        fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_small_file(path, "never"), 0);
+        ck_assert_int_eq(read(fd, buf, sizeof buf - 1), 5);
+        ck_assert_str_eq(buf, "never");
+        ck_assert_int_eq(write(fd, "always [never]\n", 15), 15);
+        ck_assert_int_eq(sysfs_read_knob(root, KNOB_DEFRAG, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_DEFRAG, "never"));
+
+        /* A writer that never writes: the read gives up after its bounded wait (1 s). */
+        start = g_get_monotonic_time();
+        ck_assert_int_eq(read_small_file(path, &content), -ETIMEDOUT);
+        waited = g_get_monotonic_time() - start;
+        ck_assert_ptr_null(content);
+        ck_assert_msg(waited >= G_USEC_PER_SEC && waited < 10 * G_USEC_PER_SEC, "waited %" G_GINT64_FORMAT " us", waited);
+        ck_assert_int_eq(close(fd), 0);
 }
 END_TEST
 
@@ -491,12 +532,12 @@ END_TEST
 START_TEST(test_pool_partial_allocation) {
         g_autofree char *written = NULL;
         uint64_t got = 0;
-        pid_t pid;
+        int master;
 
         /* The kernel found only 7 of 10 pages and still reported success to write(). */
-        pid = fake_attribute_start(NODE_POOL_2M(1) "nr_hugepages", "7\n");
+        master = fake_attribute_start(NODE_POOL_2M(1) "nr_hugepages", "7\n");
         ck_assert_int_eq(sysfs_write_pool(root, 2048, 1, 10, &got), 0);
-        written = fake_attribute_finish(pid, NODE_POOL_2M(1) "nr_hugepages");
+        written = fake_attribute_finish(master);
         ck_assert_str_eq(written, "10");
         ck_assert_uint_eq(got, 7);
 }
@@ -605,6 +646,7 @@ int main(void) {
         tcase_add_test(tc, test_read_back_mismatch);
         tcase_add_test(tc, test_read_back_rerendered);
         tcase_add_test(tc, test_write_errno_comes_from_write);
+        tcase_add_test(tc, test_fifo_never_blocks);
         tcase_add_test(tc, test_small_file_limits);
         tcase_add_test(tc, test_probe_partial_tree);
         tcase_add_test(tc, test_hugetlb_sizes);

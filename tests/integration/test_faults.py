@@ -20,6 +20,7 @@ import json
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -215,10 +216,9 @@ class FaultsTest(ThpdTestCase):
         self.wait_knobs(BASELINE)
         self.stop_and_check_baseline(thpd)
 
-    @unittest.skip('known bug: thpd blocks in open() on a FIFO knob (read_small_file() has no O_NONBLOCK, '
-                   'and test-sysfs.c uses FIFOs as fake kernel attributes); reported to the lead')
     def test_knob_replaced_by_a_fifo(self):
-        # A FIFO blocks open() until a writer comes; thpd must not hang on one.
+        # A FIFO blocks a plain open() until a writer comes; thpd opens knobs O_NONBLOCK, so with
+        # nobody at the other end it reads EOF (nothing it can parse) and a write fails (ENXIO).
         self.write_policy('app.conf', APP_POLICY)
         thpd = self.start_thpd()
         defrag = self.kernel.knob_path('defrag')
@@ -227,13 +227,14 @@ class FaultsTest(ThpdTestCase):
 
         self.start_unit(APP)
         self.wait_knobs(enabled='never')
-        thpd.wait_log(r'^defrag: cannot read')
+        thpd.wait_log(r'^defrag: cannot read: Bad message')
         self.ping(thpd)
         self.assert_baseline_record()
         self.stop_unit(APP)
         self.wait_knobs(enabled='madvise')
         self.ping(thpd)
         self.stop_and_check_baseline(thpd, {'enabled': 'madvise'})
+        self.assertTrue(stat.S_ISFIFO(defrag.lstat().st_mode), 'thpd replaced the FIFO')
 
     def test_config_is_a_fifo_or_a_directory(self):
         """--config names a FIFO (then a directory): thpd reports it and runs on the defaults.
