@@ -150,10 +150,12 @@ typedef struct CtlUnitUsage {
         char *unit, *policy;
         uint64_t anon_thp_bytes, shmem_thp_bytes; /* UINT64_MAX: the source does not say */
         char *source;                             /* "" when no source could be read */
+        bool read_by_ctl;                         /* thpd could not tell; thpd-ctl read it (see ctl-usage.c) */
 } CtlUnitUsage;
 
 /* Calls GetUnitUsage. Not fatal for the caller: *ret is NULL when the daemon cannot tell (a thpd
- * without the method, a manager that does not answer; the latter is logged as a warning). */
+ * without the method, a manager that does not answer; the latter is logged as a warning). A unit
+ * whose figure thpd cannot read is read here, with the caller's own privileges. */
 void ctl_get_unit_usage(sd_bus *bus, GArray **ret);
 /* The row of a unit, or NULL. */
 const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);

@@ -58,7 +58,8 @@ static void print_policies(const CtlProperties *p) {
         }
 }
 
-/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit. */
+/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit; "(smaps, read by thpd-ctl)" where thpd
+ * could not tell and thpd-ctl read it with the caller's privileges. */
 static char *usage_text(const CtlUnitUsage *u) {
         g_autofree char *anon = NULL, *shmem = NULL;
 
@@ -66,9 +67,10 @@ static char *usage_text(const CtlUnitUsage *u) {
                 return g_strdup("unknown");
         anon = ctl_format_bytes(u->anon_thp_bytes);
         if (u->shmem_thp_bytes == UINT64_MAX)
-                return g_strdup_printf("%s anon, shmem not counted apart (%s)", anon, u->source);
+                return g_strdup_printf("%s anon, shmem not counted apart (%s%s)", anon, u->source,
+                                       u->read_by_ctl ? ", read by thpd-ctl" : "");
         shmem = ctl_format_bytes(u->shmem_thp_bytes);
-        return g_strdup_printf("%s anon, %s shmem (%s)", anon, shmem, u->source);
+        return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
 }
 
 static void print_usage(GArray *usage) {

@@ -3,6 +3,7 @@
 
 #include "ctl-bus.h"
 #include "log.h"
+#include "usage-read.h"
 #include "util.h"
 
 /* Reading smaps_rollup of many processes, and the manager's answers, can take a while on a big
@@ -37,6 +38,54 @@ static int read_usage(sd_bus_message *reply, GArray *usage) {
         return r;
 }
 
+/* What thpd cannot read, the caller may: thpd.service sees no other user's /proc/PID
+ * (ProtectProc=invisible) and has no CAP_SYS_PTRACE, so where no cgroup counts a unit's THP (a
+ * hybrid host whose units have no memory cgroup of their own, a container) the smaps_rollup of a
+ * service running as another user is unknown to it. The same reader, run here, uses the caller's
+ * privileges: root gets the figure, any other user only that of their own processes; the kernel
+ * decides, as for any other reader of /proc. The processes come from the systemd manager on the
+ * bus thpd-ctl talks to, as thpd gets them. */
+static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GArray) processes = g_array_new(FALSE, TRUE, sizeof(UsageProcess));
+        g_autoptr(GPtrArray) cgroups = g_ptr_array_new_with_free_func(g_free);
+        const char *cgroup;
+        uint32_t pid;
+        UnitUsage usage;
+        int r;
+
+        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "GetUnitProcesses", &error, &reply, "s", u->unit);
+        if (r < 0) {
+                log_debug("%s: the systemd manager did not list its processes: %s", u->unit,
+                          error.message ?: strerror(-r));
+                return;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(sus)", &cgroup, &pid, NULL)) > 0) {
+                char *copy = g_strdup(cgroup);
+                UsageProcess p = { (pid_t) pid, copy };
+
+                g_ptr_array_add(cgroups, copy);
+                g_array_append_val(processes, p);
+        }
+        if (r < 0) {
+                log_debug("%s: cannot read its processes: %s", u->unit, strerror(-r));
+                return;
+        }
+        r = usage_read_unit("/sys/fs/cgroup", "/proc", (UsageProcess *) processes->data, processes->len, &usage);
+        if (r < 0) {
+                log_debug("%s: cannot tell how much THP it holds: %s", u->unit, strerror(-r));
+                return;
+        }
+        u->anon_thp_bytes = usage.anon_thp_bytes;
+        u->shmem_thp_bytes = usage.shmem_thp_bytes;
+        g_free(u->source);
+        u->source = g_strdup(usage_source_to_string(usage.source));
+        u->read_by_ctl = true;
+}
+
 void ctl_get_unit_usage(sd_bus *bus, GArray **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -60,6 +109,12 @@ void ctl_get_unit_usage(sd_bus *bus, GArray **ret) {
         if (r < 0) {
                 log_warning("Cannot read thpd's answer about THP usage: %s", strerror(-r));
                 return;
+        }
+        for (guint i = 0; i < usage->len; i++) {
+                CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
+
+                if (!u->source[0])
+                        read_unit_here(bus, u);
         }
         *ret = TAKE_PTR(usage);
 }
@@ -104,6 +159,7 @@ void ctl_unit_usage_to_json(GArray *usage, Json *j) {
                 json_bytes(j, "anon_thp_bytes", u->anon_thp_bytes);
                 json_bytes(j, "shmem_thp_bytes", u->shmem_thp_bytes);
                 json_string(j, "source", u->source[0] ? u->source : NULL);
+                json_string(j, "read_by", !u->source[0] ? NULL : u->read_by_ctl ? "thpd-ctl" : "thpd");
                 json_end_object(j);
         }
         json_end_array(j);

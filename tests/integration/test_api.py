@@ -300,12 +300,14 @@ class PropertiesTest(ApiTestCase):
             self.assertEqual(data['policy_diagnostics'], [])
             if verb == 'status':
                 # Sleeping processes: no THP where the host's cgroup v2 hierarchy has the memory
-                # controller; else not known, as the scratch procfs does not show the processes
-                # (test_usage.py gives thpd the real one).
+                # controller; else thpd cannot tell, as the scratch procfs does not show the
+                # processes (test_usage.py gives thpd the real one), and thpd-ctl reads them
+                # itself: they are the test user's own, in the real /proc.
                 self.assertEqual([(u['unit'], u['policy']) for u in data['unit_usage']],
                                  [('postgresql.service', 'postgresql.conf'), ('redis-server.service', 'redis.conf')])
                 for u in data['unit_usage']:
-                    self.assertIn((u['source'], u['anon_thp_bytes']), (('cgroup-v2', 0), (None, None)), u)
+                    self.assertIn((u['source'], u['anon_thp_bytes'], u['read_by']),
+                                  (('cgroup-v2', 0, 'thpd'), ('smaps', 0, 'thpd-ctl')), u)
 
         subset = self.ctl_json('show', 'StormState', 'Version')
         self.assertEqual(set(subset), {'storm_state', 'version'})
@@ -323,8 +325,9 @@ class PropertiesTest(ApiTestCase):
         self.assertRegex(out, r'\n +shmem_enabled +never +baseline\n')
         self.assertIn('  Pools:    2M  16/16 pages', out)
         self.assertRegex(out, r'\n  Storms: +\w+.*\(action: (log|mitigate)\)\n')
-        # As in test_status_json_and_show_json_match_the_properties: known only from cgroup v2 here.
-        usage = r'(0 B anon, 0 B shmem \(cgroup-v2\)|unknown)'
+        # As in test_status_json_and_show_json_match_the_properties: from cgroup v2, or read by
+        # thpd-ctl where thpd cannot tell.
+        usage = r'0 B anon, 0 B shmem \((cgroup-v2|smaps, read by thpd-ctl)\)'
         self.assertRegex(out, rf'\n  THP held: postgresql\.service    {usage}\n +redis-server\.service  {usage}\n')
         self.assertTrue({'  Restart needed: postgresql.service (postgresql.conf applied after it started)',
                          '  Restart needed: postgresql.service (postgresql.conf applied after it started; it holds no '

@@ -109,6 +109,7 @@ class UsageTest(ApiTestCase):
         self.assertEqual(len(rows), 1, data['unit_usage'])
         self.assertLessEqual(abs(rows[0]['anon_thp_bytes'] - anon_huge_bytes(pid)), TOLERANCE * anon_huge_bytes(pid))
         self.assertEqual(rows[0]['source'], source)
+        self.assertEqual(rows[0]['read_by'], 'thpd', 'thpd read it itself; thpd-ctl had nothing to fill in')
         out = self.ctl('status').stdout
         self.assertRegex(out, r'\n  THP held: thp-hold\.service  \d+(\.\d)? MiB anon, ')
         self.assertRegex(out, r'\n  Restart needed: thp-hold\.service holds \d+(\.\d)? MiB in THP from before hold\.conf\n')
