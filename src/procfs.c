@@ -317,6 +317,35 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
         return 0;
 }
 
+int procfs_parse_thp_enabled(const char *status, bool *ret) {
+        const char *line;
+
+        for (line = status; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (g_str_has_prefix(line, "THP_enabled:")) {
+                        const char *v = line + strlen("THP_enabled:");
+
+                        v += strspn(v, " \t");
+                        if ((*v != '0' && *v != '1') || (v[1] != '\n' && v[1] != '\0'))
+                                return -EBADMSG;
+                        *ret = *v == '1';
+                        return 0;
+                }
+        return -ENODATA;
+}
+
+int procfs_read_thp_enabled(const char *procfs_root, pid_t pid, bool *ret) {
+        g_autofree char *relpath = NULL, *content = NULL;
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+        relpath = g_strdup_printf("%d/status", (int) pid);
+        r = read_procfs_file(procfs_root, relpath, &content);
+        if (r < 0)
+                return r;
+        return procfs_parse_thp_enabled(content, ret);
+}
+
 void procfs_kthreads_done(ProcfsKthreads *k) {
         if (!k)
                 return;

@@ -340,6 +340,25 @@ START_TEST(test_real_proc) {
 }
 END_TEST
 
+START_TEST(test_thp_enabled) {
+        bool enabled = false;
+
+        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tredis-server\nUmask:\t0022\nTHP_enabled:\t1\nuntag_mask:\t0\n",
+                                                  &enabled), 0);
+        ck_assert(enabled);
+        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tredis-server\nTHP_enabled:\t0", &enabled), 0);
+        ck_assert(!enabled);
+        /* Before Linux 5.0 there is no such line. */
+        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tx\nVmRSS:\t1 kB\n", &enabled), -ENODATA);
+        ck_assert_int_eq(procfs_parse_thp_enabled("THP_enabled:\t2\n", &enabled), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_enabled("THP_enabled:\n", &enabled), -EBADMSG);
+        ck_assert(!enabled);
+        /* This process, as the kernel shows it. */
+        ck_assert_int_ne(procfs_read_thp_enabled("/proc", getpid(), &enabled), -EBADMSG);
+        ck_assert_int_eq(procfs_read_thp_enabled("/proc", 0, &enabled), -EINVAL);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("procfs");
         TCase *tc = tcase_create("core");
@@ -351,6 +370,7 @@ int main(void) {
         tcase_add_test(tc, test_readers);
         tcase_add_test(tc, test_find_kthreads);
         tcase_add_test(tc, test_real_proc);
+        tcase_add_test(tc, test_thp_enabled);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
