@@ -106,7 +106,8 @@ START_TEST(test_load_from_search_path) {
         g_autofree char *root = test_mkdtemp();
         g_autofree char *high = g_build_filename(root, "etc", NULL), *low = g_build_filename(root, "lib", NULL);
         char *path[] = { high, low, NULL };
-        g_autofree char *fragment = NULL;
+        g_autofree char *fragment = NULL, *masked = g_build_filename(high, "masked.service", NULL);
+        g_autofree char *high_foo = g_build_filename(high, "foo.service", NULL);
         g_autoptr(GPtrArray) names = NULL;
         UnitExec u;
 
@@ -122,12 +123,12 @@ START_TEST(test_load_from_search_path) {
         test_write_file(low, "tmpl@one.service.d/y.conf", "[Service]\nExecStart=\nExecStart=/bin/one\n");
         test_write_file(low, "a-b.service", "[Service]\nExecStart=/bin/ab\n");
         test_write_file(low, "a-.service.d/p.conf", "[Service]\nExecStart=\nExecStart=/bin/prefix\n");
-        ck_assert_int_eq(symlink("/dev/null", g_build_filename(high, "masked.service", NULL)), 0);
+        ck_assert_int_eq(symlink("/dev/null", masked), 0);
         test_write_file(low, "masked.service", "[Service]\nExecStart=/bin/x\n");
 
         unit_exec_init(&u);
         ck_assert_int_eq(unit_files_load_exec(path, "foo.service", &u, &fragment), 0);
-        ck_assert_str_eq(fragment, g_build_filename(high, "foo.service", NULL));
+        ck_assert_str_eq(fragment, high_foo);
         /* high fragment, service.d/05-all, foo.service.d/10-a (reset), 20-b from high */
         assert_exec(&u, (const char *const[]) { "/bin/a", "/bin/b-high", NULL });
         unit_exec_done(&u);
