@@ -60,25 +60,38 @@ static void set_state(Isolation *i, IsolationState state, char *note) {
         i->note = note;
 }
 
+/* A process of the unit that has not reached the command yet: the helper itself before its
+ * prctl, or the service manager's child about to exec the helper, which systemd names after the
+ * last 8 characters of the binary in parentheses (rename_process_from_path()). */
+static bool is_helper_starting(const char *comm) {
+        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)");
+}
+
 /* Reads THP_enabled of each process in the reply: one that still has THP is enough to say the
- * unit is not isolated. */
+ * unit is not isolated. A Type=simple unit is active as soon as it forked, so its process may
+ * not have run thpd-exec's prctl yet: that one is about to isolate itself (or to log that it
+ * could not), and waiting for it would mean polling. */
 static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
         const char *cgroup, *cmdline;
-        unsigned n = 0, unreadable = 0;
+        unsigned n = 0, unreadable = 0, starting = 0;
         uint32_t pid;
         int r;
 
         r = sd_bus_message_enter_container(reply, 'a', "(sus)");
         while (r >= 0 && (r = sd_bus_message_read(reply, "(sus)", &cgroup, &pid, &cmdline)) > 0) {
-                bool enabled;
+                ProcThpStatus st;
 
-                if (procfs_read_thp_enabled(m->procfs_root, (pid_t) pid, &enabled) < 0) {
+                if (procfs_read_thp_status(m->procfs_root, (pid_t) pid, &st) < 0) {
                         /* Gone since the answer, or a kernel before 5.0. */
                         unreadable++;
                         continue;
                 }
                 n++;
-                if (enabled) {
+                if (st.thp_enabled && is_helper_starting(st.name)) {
+                        starting++;
+                        continue;
+                }
+                if (st.thp_enabled) {
                         set_state(i, ISOLATION_NOT_ISOLATED,
                                   g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before thpd-generator's "
                                                   "drop-in took effect", pid, cmdline));
@@ -90,6 +103,9 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
         else if (n == 0)
                 set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("no process could be read (%u gone or without "
                                                                    "THP_enabled:)", unreadable));
+        else if (starting > 0)
+                set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0, %u starting "
+                                                                 "through thpd-exec", n - starting, starting));
         else
                 set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0", n));
 }

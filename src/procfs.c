@@ -317,23 +317,43 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
         return 0;
 }
 
-int procfs_parse_thp_enabled(const char *status, bool *ret) {
-        const char *line;
+/* The value of "KEY:" in a status file, up to the end of its line; NULL when there is none. */
+static const char *status_field(const char *status, const char *key, size_t *ret_len) {
+        size_t key_len = strlen(key);
 
-        for (line = status; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-                if (g_str_has_prefix(line, "THP_enabled:")) {
-                        const char *v = line + strlen("THP_enabled:");
+        for (const char *line = status; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+                        const char *v = line + key_len + 1;
 
                         v += strspn(v, " \t");
-                        if ((*v != '0' && *v != '1') || (v[1] != '\n' && v[1] != '\0'))
-                                return -EBADMSG;
-                        *ret = *v == '1';
-                        return 0;
+                        *ret_len = strcspn(v, "\n");
+                        return v;
                 }
-        return -ENODATA;
+        return NULL;
 }
 
-int procfs_read_thp_enabled(const char *procfs_root, pid_t pid, bool *ret) {
+int procfs_parse_thp_status(const char *status, ProcThpStatus *ret) {
+        ProcThpStatus s = {};
+        const char *v;
+        size_t len;
+
+        v = status_field(status, "THP_enabled", &len);
+        if (!v)
+                return -ENODATA;
+        if (len != 1 || (*v != '0' && *v != '1'))
+                return -EBADMSG;
+        s.thp_enabled = *v == '1';
+
+        v = status_field(status, "Name", &len);
+        if (!v || len >= sizeof s.name)
+                return -EBADMSG;
+        memcpy(s.name, v, len);
+
+        *ret = s;
+        return 0;
+}
+
+int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret) {
         g_autofree char *relpath = NULL, *content = NULL;
         int r;
 
@@ -343,7 +363,7 @@ int procfs_read_thp_enabled(const char *procfs_root, pid_t pid, bool *ret) {
         r = read_procfs_file(procfs_root, relpath, &content);
         if (r < 0)
                 return r;
-        return procfs_parse_thp_enabled(content, ret);
+        return procfs_parse_thp_status(content, ret);
 }
 
 void procfs_kthreads_done(ProcfsKthreads *k) {

@@ -66,11 +66,16 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);
 int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret);
 
-/* The "THP_enabled:" line of /proc/PID/status (Linux 5.0): false only when the process disabled
- * THP entirely with prctl(PR_SET_THP_DISABLE); the global knob does not show here, nor does the
+/* From /proc/PID/status: "THP_enabled:" (Linux 5.0) is false only when the process disabled THP
+ * entirely with prctl(PR_SET_THP_DISABLE); the global knob does not show there, nor does the
  * 6.18 "except advised" mode. -ENODATA when the kernel has no such line. */
-int procfs_parse_thp_enabled(const char *status, bool *ret);
-int procfs_read_thp_enabled(const char *procfs_root, pid_t pid, bool *ret);
+typedef struct ProcThpStatus {
+        char name[16];    /* "Name:", the command name (the kernel's comm, at most 15 bytes) */
+        bool thp_enabled;
+} ProcThpStatus;
+
+int procfs_parse_thp_status(const char *status, ProcThpStatus *ret);
+int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret);
 
 /* The kernel threads whose CPU time shows khugepaged and kcompactd storms. */
 typedef struct ProcfsKthreads {

@@ -340,22 +340,26 @@ START_TEST(test_real_proc) {
 }
 END_TEST
 
-START_TEST(test_thp_enabled) {
-        bool enabled = false;
+START_TEST(test_thp_status) {
+        ProcThpStatus st = {};
 
-        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tredis-server\nUmask:\t0022\nTHP_enabled:\t1\nuntag_mask:\t0\n",
-                                                  &enabled), 0);
-        ck_assert(enabled);
-        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tredis-server\nTHP_enabled:\t0", &enabled), 0);
-        ck_assert(!enabled);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tredis-server\nUmask:\t0022\nTHP_enabled:\t1\nuntag_mask:\t0\n",
+                                                 &st), 0);
+        ck_assert(st.thp_enabled);
+        ck_assert_str_eq(st.name, "redis-server");
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tthpd-exec\nTHP_enabled:\t0", &st), 0);
+        ck_assert(!st.thp_enabled);
+        ck_assert_str_eq(st.name, "thpd-exec");
         /* Before Linux 5.0 there is no such line. */
-        ck_assert_int_eq(procfs_parse_thp_enabled("Name:\tx\nVmRSS:\t1 kB\n", &enabled), -ENODATA);
-        ck_assert_int_eq(procfs_parse_thp_enabled("THP_enabled:\t2\n", &enabled), -EBADMSG);
-        ck_assert_int_eq(procfs_parse_thp_enabled("THP_enabled:\n", &enabled), -EBADMSG);
-        ck_assert(!enabled);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nVmRSS:\t1 kB\n", &st), -ENODATA);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nTHP_enabled:\t2\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nTHP_enabled:\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("THP_enabled:\t1\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\t0123456789abcdef\nTHP_enabled:\t1\n", &st), -EBADMSG);
+        ck_assert_str_eq(st.name, "thpd-exec");
         /* This process, as the kernel shows it. */
-        ck_assert_int_ne(procfs_read_thp_enabled("/proc", getpid(), &enabled), -EBADMSG);
-        ck_assert_int_eq(procfs_read_thp_enabled("/proc", 0, &enabled), -EINVAL);
+        ck_assert_int_ne(procfs_read_thp_status("/proc", getpid(), &st), -EBADMSG);
+        ck_assert_int_eq(procfs_read_thp_status("/proc", 0, &st), -EINVAL);
 }
 END_TEST
 
@@ -370,7 +374,7 @@ int main(void) {
         tcase_add_test(tc, test_readers);
         tcase_add_test(tc, test_find_kthreads);
         tcase_add_test(tc, test_real_proc);
-        tcase_add_test(tc, test_thp_enabled);
+        tcase_add_test(tc, test_thp_status);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
