@@ -66,6 +66,7 @@ static const struct {
         { "/org/thpd1/x", "org.thpd1.Manager", "Explain" },
         { "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects" },
         { "/org/thpd1", NULL, "Await" },
+        { "/org/thpd1", "org.thpd1.Manager", "GetUnitUsage" },
 };
 
 static const uint32_t caller_uids[] = { 0, (uint32_t) -1 /* thpd's own */, 65534, 1000 };
@@ -414,7 +415,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         static char *policy_dirs[2];
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        g_autofree char *socket_path = NULL, *address = NULL, *sysfs = NULL, *procfs = NULL, *runtime = NULL,
+        g_autofree char *socket_path = NULL, *address = NULL, *sysfs = NULL, *procfs = NULL, *cgroupfs = NULL, *runtime = NULL,
                         *config = NULL;
         ManagerOptions options;
         pthread_t thread;
@@ -452,12 +453,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
         sysfs = g_build_filename(F.root, "sys", NULL);
         procfs = g_build_filename(F.root, "proc", NULL);
+        cgroupfs = g_build_filename(F.root, "cgroup", NULL);
         runtime = g_build_filename(F.root, "run", NULL);
         config = g_build_filename(F.root, "thpd.conf", NULL);
         policy_dirs[0] = g_build_filename(F.root, "policy.d", NULL);
         options = (ManagerOptions) {
                 .sysfs_root = sysfs,
                 .procfs_root = procfs,
+                .cgroupfs_root = cgroupfs,
                 .runtime_dir = runtime,
                 .policy_dirs = policy_dirs,
                 .config_path = config,

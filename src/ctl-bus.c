@@ -855,12 +855,10 @@ static void property_to_json(const CtlProperties *p, const char *name, Json *j) 
         }
 }
 
-void ctl_properties_to_json(const CtlProperties *p, char *const *names, Json *j) {
-        json_begin_object(j, NULL);
+void ctl_properties_json_members(const CtlProperties *p, char *const *names, Json *j) {
         for (size_t i = 0; ctl_property_names[i]; i++)
                 if (wanted(names, ctl_property_names[i]))
                         property_to_json(p, ctl_property_names[i], j);
-        json_end_object(j);
 }
 
 /* ---- terminal ---- */

@@ -146,8 +146,29 @@ void json_diagnostic(Json *j, const CtlDiagnostic *d, bool with_policy);
 /* Writes the document and a newline to stdout and frees it; returns a CtlExit code. */
 int json_print(Json *j);
 
-/* The properties as one JSON object (only those in names, if names is not NULL). */
-void ctl_properties_to_json(const CtlProperties *p, char *const *names, Json *j);
+/* The properties as members of the JSON object being built (only those in names, if names is
+ * not NULL). */
+void ctl_properties_json_members(const CtlProperties *p, char *const *names, Json *j);
+
+/* ---- THP usage per unit (GetUnitUsage) ---- */
+
+typedef struct CtlUnitUsage {
+        char *unit, *policy;
+        uint64_t anon_thp_bytes, shmem_thp_bytes; /* UINT64_MAX: the source does not say */
+        char *source;                             /* "" when no source could be read */
+} CtlUnitUsage;
+
+/* Calls GetUnitUsage. Not fatal for the caller: *ret is NULL when the daemon cannot tell (a thpd
+ * without the method, a manager that does not answer; the latter is logged as a warning). */
+void ctl_get_unit_usage(sd_bus *bus, GArray **ret);
+/* The row of a unit, or NULL. */
+const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);
+/* anon + shmem as far as known; UINT64_MAX when neither is. */
+uint64_t ctl_unit_usage_total(const CtlUnitUsage *u);
+/* "unit_usage": [...], or null for NULL. */
+void ctl_unit_usage_to_json(GArray *usage, Json *j);
+/* "2.7 GiB", "512 MiB", "0 B": binary units, one decimal below 10. */
+char *ctl_format_bytes(uint64_t bytes);
 
 /* ---- terminal ---- */
 

@@ -58,6 +58,37 @@ static void print_policies(const CtlProperties *p) {
         }
 }
 
+/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit. */
+static char *usage_text(const CtlUnitUsage *u) {
+        g_autofree char *anon = NULL, *shmem = NULL;
+
+        if (!u->source[0])
+                return g_strdup("unknown");
+        anon = ctl_format_bytes(u->anon_thp_bytes);
+        if (u->shmem_thp_bytes == UINT64_MAX)
+                return g_strdup_printf("%s anon, shmem not counted apart (%s)", anon, u->source);
+        shmem = ctl_format_bytes(u->shmem_thp_bytes);
+        return g_strdup_printf("%s anon, %s shmem (%s)", anon, shmem, u->source);
+}
+
+static void print_usage(GArray *usage) {
+        int width = 0;
+
+        if (!usage || usage->len == 0)
+                return;
+        for (guint i = 0; i < usage->len; i++)
+                width = MAX(width, (int) strlen(g_array_index(usage, CtlUnitUsage, i).unit));
+        print_label("THP held:");
+        for (guint i = 0; i < usage->len; i++) {
+                const CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
+                g_autofree char *text = usage_text(u);
+
+                if (i > 0)
+                        print_continuation();
+                printf("%-*s  %s\n", width, u->unit, text);
+        }
+}
+
 static void print_knobs(const CtlProperties *p) {
         int name_width = 0, value_width = 0, baseline_width = 0;
         g_autoptr(GPtrArray) baselines = g_ptr_array_new_with_free_func(g_free);
@@ -152,14 +183,27 @@ static void print_override(const CtlProperties *p) {
                 printf("%s until cleared\n", values->str);
 }
 
-static void print_needs_restart(const CtlProperties *p) {
+/* What a unit that started before its policy still holds: a THP change affects new allocations
+ * only, so that is what a restart would give back. */
+static void print_needs_restart(const CtlProperties *p, GArray *usage) {
         static const char label[] = "Restart needed: ";
 
         for (guint i = 0; i < p->needs_restart->len; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
+                const CtlUnitUsage *u = ctl_unit_usage_find(usage, pair->key);
+                uint64_t held = u ? ctl_unit_usage_total(u) : UINT64_MAX;
 
-                printf("  %-*s%s%s%s (%s applied after it started)\n", (int) strlen(label), i == 0 ? label : "",
-                       ctl_color(CTL_COLOR_YELLOW), pair->key, ctl_color(CTL_COLOR_NORMAL), pair->value);
+                printf("  %-*s%s%s%s", (int) strlen(label), i == 0 ? label : "", ctl_color(CTL_COLOR_YELLOW), pair->key,
+                       ctl_color(CTL_COLOR_NORMAL));
+                if (held == UINT64_MAX)
+                        printf(" (%s applied after it started)\n", pair->value);
+                else if (held == 0)
+                        printf(" (%s applied after it started; it holds no THP from before)\n", pair->value);
+                else {
+                        g_autofree char *size = ctl_format_bytes(held);
+
+                        printf(" holds %s in THP from before %s\n", size, pair->value);
+                }
         }
 }
 
@@ -200,27 +244,29 @@ static void print_problems(const CtlProperties *p) {
         ctl_print_diagnostics(stdout, p->diagnostics, "    ");
 }
 
-static void print_status(const CtlProperties *p) {
+static void print_status(const CtlProperties *p, GArray *usage) {
         g_autofree char *problems = problems_summary(p);
 
         printf("%s%s%s thpd %s %s %s%s\n", ctl_color(overall_color(p)), ctl_glyph(CTL_GLYPH_BULLET),
                ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)", ctl_glyph(CTL_GLYPH_DASH), p->status ?: "",
                problems);
         print_policies(p);
+        print_usage(usage);
         print_knobs(p);
         print_pools(p);
         print_storms(p);
         print_override(p);
         print_isolated(p);
-        print_needs_restart(p);
+        print_needs_restart(p, usage);
         print_problems(p);
 }
 
 /* Reads every property once and prints it: as JSON (only the named properties; NULL for all)
- * with --json, otherwise through print_text. */
-static int print_properties(const CtlOptions *o, char *const *names,
-                            void (*print_text)(const CtlProperties *p, char *const *names)) {
+ * with --json, otherwise through print_text. With usage (status), also what GetUnitUsage says. */
+static int print_properties(const CtlOptions *o, char *const *names, bool usage,
+                            void (*print_text)(const CtlProperties *p, char *const *names, GArray *usage)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        g_autoptr(GArray) unit_usage = NULL;
         CtlProperties p;
         int r;
 
@@ -230,27 +276,33 @@ static int print_properties(const CtlOptions *o, char *const *names,
         r = ctl_get_properties(o, bus, &p);
         if (r != CTL_EXIT_OK)
                 return r;
+        if (usage)
+                ctl_get_unit_usage(bus, &unit_usage);
 
         if (o->json) {
                 Json j;
 
                 json_init(&j);
-                ctl_properties_to_json(&p, names, &j);
+                json_begin_object(&j, NULL);
+                ctl_properties_json_members(&p, names, &j);
+                if (usage)
+                        ctl_unit_usage_to_json(unit_usage, &j);
+                json_end_object(&j);
                 r = json_print(&j);
         } else {
-                print_text(&p, names);
+                print_text(&p, names, unit_usage);
                 r = fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
         }
         ctl_properties_clear(&p);
         return r;
 }
 
-static void print_status_text(const CtlProperties *p, char *const *names) {
-        print_status(p);
+static void print_status_text(const CtlProperties *p, char *const *names, GArray *usage) {
+        print_status(p, usage);
 }
 
 int verb_status(const CtlOptions *o, int argc, char *argv[]) {
-        return print_properties(o, NULL, print_status_text);
+        return print_properties(o, NULL, true, print_status_text);
 }
 
 /* ---- show ---- */
@@ -435,7 +487,7 @@ static void show_property(const CtlProperties *p, const char *name) {
                 show_diagnostics(p);
 }
 
-static void show_properties(const CtlProperties *p, char *const *names) {
+static void show_properties(const CtlProperties *p, char *const *names, GArray *usage) {
         for (size_t i = 0; names[i]; i++)
                 show_property(p, names[i]);
 }
@@ -466,5 +518,5 @@ int verb_show(const CtlOptions *o, int argc, char *argv[]) {
         g_ptr_array_add(names, NULL);
 
         value_only = o->value;
-        return print_properties(o, (char *const *) names->pdata, show_properties);
+        return print_properties(o, (char *const *) names->pdata, false, show_properties);
 }

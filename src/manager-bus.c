@@ -7,6 +7,7 @@
 #include "manager-bus.h"
 #include "manager-isolation.h"
 #include "manager-metrics.h"
+#include "manager-usage.h"
 #include "polkit.h"
 #include "util.h"
 
@@ -933,6 +934,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_await, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMetrics", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_metrics,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetUnitUsage", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sstts)", usage), method_get_unit_usage,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
 
         SD_BUS_SIGNAL_WITH_ARGS("Applied", SD_BUS_ARGS("a(ssss)", changes), 0),
         SD_BUS_SIGNAL_WITH_ARGS("StormDetected", SD_BUS_ARGS("s", kind, "a{sd}", figures), 0),
@@ -955,6 +958,7 @@ static int on_event_loop_exit(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
 
         fail_awaiters(m->bus_data);
+        manager_usage_fail_pending(m);
         return 0;
 }
 
@@ -1010,6 +1014,7 @@ void manager_bus_free(Manager *m) {
         if (!d)
                 return;
         fail_awaiters(d);
+        manager_usage_fail_pending(m);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
         polkit_registry_free(d->polkit);

@@ -62,11 +62,13 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->options = *options;
         m->sysfs_root = g_strdup(options->sysfs_root);
         m->procfs_root = g_strdup(options->procfs_root);
+        m->cgroupfs_root = g_strdup(options->cgroupfs_root);
         m->runtime_dir = g_strdup(options->runtime_dir);
         m->config_path = g_strdup(options->config_path);
         m->policy_dirs = g_strdupv(options->policy_dirs);
         m->options.sysfs_root = m->sysfs_root;
         m->options.procfs_root = m->procfs_root;
+        m->options.cgroupfs_root = m->cgroupfs_root;
         m->options.runtime_dir = m->runtime_dir;
         m->options.config_path = m->config_path;
         m->options.policy_dirs = m->policy_dirs;
@@ -107,6 +109,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->override_timer);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
+        /* After the bus: freeing it ends the calls in flight, which leave this list. */
+        g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
@@ -122,6 +126,7 @@ Manager *manager_free(Manager *m) {
         settings_done(&m->settings);
         g_free(m->sysfs_root);
         g_free(m->procfs_root);
+        g_free(m->cgroupfs_root);
         g_free(m->runtime_dir);
         g_free(m->config_path);
         g_strfreev(m->policy_dirs);

@@ -18,6 +18,7 @@
 typedef struct ManagerOptions {
         const char *sysfs_root;
         const char *procfs_root;
+        const char *cgroupfs_root; /* where the cgroup hierarchies are mounted, for GetUnitUsage */
         const char *runtime_dir;
         char **policy_dirs;     /* highest precedence first; NULL: the default search path */
         const char *config_path;/* NULL: thpd.conf and thpd.conf.d/ */
@@ -53,7 +54,7 @@ typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
         ManagerOptions options;
-        char *sysfs_root, *procfs_root, *runtime_dir, *config_path;
+        char *sysfs_root, *procfs_root, *cgroupfs_root, *runtime_dir, *config_path;
         char **policy_dirs;
 
         Settings settings;
@@ -98,6 +99,7 @@ typedef struct Manager {
         char *metrics_path;            /* the metrics file last written, or NULL */
         char *metrics_text;            /* what it holds */
         int metrics_error;             /* the last error writing it, logged once */
+        GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;

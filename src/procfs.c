@@ -229,7 +229,7 @@ int procfs_parse_pid_stat(const char *content, ProcStat *ret) {
         return 0;
 }
 
-static int read_procfs_file(const char *procfs_root, const char *relpath, char **ret) {
+int procfs_read_file(const char *procfs_root, const char *relpath, char **ret) {
         g_autofree char *path = g_build_filename(procfs_root, relpath, NULL);
         _cleanup_close_ int fd = -1;
         g_autofree char *buf = NULL;
@@ -274,7 +274,7 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
         g_autofree char *content = NULL;
         int r;
 
-        r = read_procfs_file(procfs_root, "vmstat", &content);
+        r = procfs_read_file(procfs_root, "vmstat", &content);
         if (r < 0)
                 return r;
         return procfs_parse_vmstat(content, ret);
@@ -288,7 +288,7 @@ int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure
                 return -EINVAL;
 
         relpath = g_strconcat("pressure/", resource, NULL);
-        r = read_procfs_file(procfs_root, relpath, &content);
+        r = procfs_read_file(procfs_root, relpath, &content);
         if (r < 0)
                 return r;
         return procfs_parse_pressure(content, ret);
@@ -303,7 +303,7 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
                 return -EINVAL;
 
         relpath = g_strdup_printf("%d/stat", (int) pid);
-        r = read_procfs_file(procfs_root, relpath, &content);
+        r = procfs_read_file(procfs_root, relpath, &content);
         if (r < 0)
                 return r;
         r = procfs_parse_pid_stat(content, &s);
@@ -360,7 +360,7 @@ int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *re
         if (pid <= 0)
                 return -EINVAL;
         relpath = g_strdup_printf("%d/status", (int) pid);
-        r = read_procfs_file(procfs_root, relpath, &content);
+        r = procfs_read_file(procfs_root, relpath, &content);
         if (r < 0)
                 return r;
         return procfs_parse_thp_status(content, ret);

@@ -61,6 +61,10 @@ typedef struct ProcStat {
 
 int procfs_parse_pid_stat(const char *content, ProcStat *ret);
 
+/* The whole content of a virtual file (st_size 0) below root, NUL-terminated. Also for cgroup
+ * files, which are read the same way. */
+int procfs_read_file(const char *root, const char *relpath, char **ret);
+
 int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
 /* resource: "memory", "cpu" or "io". -ENOENT when the kernel has no PSI (or psi=0). */
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);

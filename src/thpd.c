@@ -15,6 +15,7 @@
 
 static const char *arg_sysfs = "/sys";
 static const char *arg_procfs = "/proc";
+static const char *arg_cgroupfs = "/sys/fs/cgroup";
 static const char *arg_runtime_dir = "/run/thpd";
 static const char *arg_config;
 static GPtrArray *arg_policy_dirs;
@@ -29,6 +30,8 @@ static void help(void) {
                "     --version           Show the version and exit\n"
                "     --sysfs=DIR         Root of sysfs (env THPD_SYSFS, default /sys)\n"
                "     --procfs=DIR        Root of procfs (env THPD_PROCFS, default /proc)\n"
+               "     --cgroupfs=DIR      Root of the cgroup file systems (env THPD_CGROUPFS,\n"
+               "                         default /sys/fs/cgroup)\n"
                "     --runtime-dir=DIR   Where the baseline survives a crash\n"
                "                         (env THPD_RUNTIME_DIR, default /run/thpd)\n"
                "     --policy-dir=DIR    Read policies from DIR (repeatable, highest precedence\n"
@@ -46,6 +49,7 @@ enum {
         ARG_VERSION = 0x100,
         ARG_SYSFS,
         ARG_PROCFS,
+        ARG_CGROUPFS,
         ARG_RUNTIME_DIR,
         ARG_POLICY_DIR,
         ARG_CONFIG,
@@ -61,6 +65,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "sysfs", required_argument, NULL, ARG_SYSFS },
                 { "procfs", required_argument, NULL, ARG_PROCFS },
+                { "cgroupfs", required_argument, NULL, ARG_CGROUPFS },
                 { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
                 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -76,6 +81,8 @@ static int parse_argv(int argc, char *argv[]) {
                 arg_sysfs = e;
         if ((e = getenv("THPD_PROCFS")) && *e)
                 arg_procfs = e;
+        if ((e = getenv("THPD_CGROUPFS")) && *e)
+                arg_cgroupfs = e;
         if ((e = getenv("THPD_RUNTIME_DIR")) && *e)
                 arg_runtime_dir = e;
 
@@ -92,6 +99,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_PROCFS:
                         arg_procfs = optarg;
+                        break;
+                case ARG_CGROUPFS:
+                        arg_cgroupfs = optarg;
                         break;
                 case ARG_RUNTIME_DIR:
                         arg_runtime_dir = optarg;
@@ -161,6 +171,7 @@ static int run(int argc, char *argv[]) {
         options = (ManagerOptions) {
                 .sysfs_root = arg_sysfs,
                 .procfs_root = arg_procfs,
+                .cgroupfs_root = arg_cgroupfs,
                 .runtime_dir = arg_runtime_dir,
                 .policy_dirs = policy_dirs->len > 1 ? (char **) policy_dirs->pdata : NULL,
                 .config_path = arg_config,

@@ -277,7 +277,9 @@ class PropertiesTest(ApiTestCase):
 
         for verb in ('status', 'show'):
             data = self.ctl_json(verb)
-            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'}, verb)
+            # status adds what GetUnitUsage says, which is no property.
+            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'} |
+                             ({'unit_usage'} if verb == 'status' else set()), verb)
             self.assertEqual(data['version'], self.version)
             self.assertEqual(data['status'], busctl_property(self.stack, 'Status'))
             self.assertEqual([[k['knob'], k['applied'], k['target'], k['baseline'], k['source'], k['policy'], k['unit']]
@@ -297,6 +299,14 @@ class PropertiesTest(ApiTestCase):
             self.assertEqual([[s['kind'], s['phase']] for s in data['storms']],
                              [row[:2] for row in busctl_property(self.stack, 'Storms')])
             self.assertEqual(data['policy_diagnostics'], [])
+            if verb == 'status':
+                # Sleeping processes: no THP where the host's cgroup v2 hierarchy has the memory
+                # controller; else not known, as the scratch procfs does not show the processes
+                # (test_usage.py gives thpd the real one).
+                self.assertEqual([(u['unit'], u['policy']) for u in data['unit_usage']],
+                                 [('postgresql.service', 'postgresql.conf'), ('redis-server.service', 'redis.conf')])
+                for u in data['unit_usage']:
+                    self.assertIn((u['source'], u['anon_thp_bytes']), (('cgroup-v2', 0), (None, None)), u)
 
         subset = self.ctl_json('show', 'StormState', 'Version')
         self.assertEqual(set(subset), {'storm_state', 'version'})
@@ -314,7 +324,12 @@ class PropertiesTest(ApiTestCase):
         self.assertRegex(out, r'\n +shmem_enabled +never +baseline\n')
         self.assertIn('  Pools:    2M  16/16 pages', out)
         self.assertRegex(out, r'\n  Storms: +\w+.*\(action: (log|mitigate)\)\n')
-        self.assertIn('  Restart needed: postgresql.service (postgresql.conf applied after it started)', lines)
+        # As in test_status_json_and_show_json_match_the_properties: known only from cgroup v2 here.
+        usage = r'(0 B anon, 0 B shmem \(cgroup-v2\)|unknown)'
+        self.assertRegex(out, rf'\n  THP held: postgresql\.service    {usage}\n +redis-server\.service  {usage}\n')
+        self.assertTrue({'  Restart needed: postgresql.service (postgresql.conf applied after it started)',
+                         '  Restart needed: postgresql.service (postgresql.conf applied after it started; it holds no '
+                         'THP from before)'} & set(lines), out)
         self.assertNotIn('Override:', out)
 
     def status_on_a_terminal(self, **env):

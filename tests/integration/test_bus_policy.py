@@ -4,7 +4,7 @@
 mode, and clients running as root and as uid 65534 (setpriv).
 
 What it proves: only root may own org.thpd1; everyone may read the properties, introspect, ping
-and call ListPolicies, Explain, Await and GetMetrics; Reload, SetOverride and ClearOverride pass the bus and
+and call ListPolicies, Explain, Await, GetMetrics and GetUnitUsage; Reload, SetOverride and ClearOverride pass the bus and
 are refused by the daemon itself (no polkit on this bus); anything not listed is refused by the
 bus; thpd's signals reach unprivileged listeners. Then the polkit check itself, against a
 stand-in polkit on the same bus: authorized, refused, challenged, the interactive flag, and a
@@ -234,7 +234,8 @@ class BusPolicyTest(BusTestCase):
                      ('ListPolicies', '', [], INTERFACE),
                      ('Explain', 's', ['enabled'], INTERFACE),
                      ('Await', 's', ['unrelated.service'], INTERFACE),
-                     ('GetMetrics', '', [], INTERFACE)):
+                     ('GetMetrics', '', [], INTERFACE),
+                     ('GetUnitUsage', '', [], INTERFACE)):
             member, signature, args, interface = call
             error = self.call_as_nobody(member, signature, args, interface=interface)
             self.assertEqual(error[:2], ['', ''], call)

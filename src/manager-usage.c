@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "log.h"
+#include "manager-bus.h"
+#include "manager-usage.h"
+#include "manager.h"
+#include "usage-read.h"
+#include "util.h"
+
+/* GetUnitUsage calls waiting for the systemd manager at once; beyond, a caller gets
+ * LimitsExceeded instead of our memory and a storm of calls to the manager. */
+#define USAGE_REQUESTS_MAX 64U
+
+typedef struct UsageRequest UsageRequest;
+
+typedef struct UsageRow {
+        UsageRequest *request;
+        char *unit;
+        const char *policy;      /* borrowed from the request's policy names */
+        GArray *pids;            /* pid_t */
+        GPtrArray *cgroups;      /* char*, one per pid */
+        bool listed;             /* the manager answered with its processes */
+} UsageRow;
+
+struct UsageRequest {
+        unsigned ref;            /* the request itself, plus one per call in flight */
+        Manager *m;
+        sd_bus_message *call;    /* NULL once answered with an error */
+        GPtrArray *rows;         /* UsageRow* */
+        GPtrArray *policy_names; /* char* */
+        unsigned unanswered;
+};
+
+static void usage_row_free(gpointer p) {
+        UsageRow *row = p;
+
+        g_free(row->unit);
+        g_array_unref(row->pids);
+        g_ptr_array_unref(row->cgroups);
+        g_free(row);
+}
+
+static UsageRequest *usage_request_new(Manager *m, sd_bus_message *call) {
+        UsageRequest *req = g_new0(UsageRequest, 1);
+
+        req->ref = 1;
+        req->m = m;
+        req->call = sd_bus_message_ref(call);
+        req->rows = g_ptr_array_new_with_free_func(usage_row_free);
+        req->policy_names = g_ptr_array_new_with_free_func(g_free);
+        if (!m->usage_requests)
+                m->usage_requests = g_ptr_array_new();
+        g_ptr_array_add(m->usage_requests, req);
+        return req;
+}
+
+static void usage_request_unref(UsageRequest *req) {
+        if (!req || --req->ref > 0)
+                return;
+        g_ptr_array_remove_fast(req->m->usage_requests, req);
+        sd_bus_message_unref(req->call);
+        g_ptr_array_unref(req->rows);
+        g_ptr_array_unref(req->policy_names);
+        g_free(req);
+}
+
+static void usage_request_unrefp(UsageRequest **req) {
+        usage_request_unref(*req);
+}
+
+/* One row per unit that an active policy counts, under the first such policy in lexical order. */
+static void collect_units(UsageRequest *req) {
+        Manager *m = req->m;
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+                char *name;
+
+                if (!rt || !rt->active)
+                        continue;
+                name = g_strdup(p->name);
+                g_ptr_array_add(req->policy_names, name);
+                for (guint j = 0; j < rt->units->len; j++) {
+                        const char *unit = g_ptr_array_index(rt->units, j);
+                        UsageRow *row;
+
+                        if (!g_hash_table_add(seen, (gpointer) unit))
+                                continue;
+                        row = g_new0(UsageRow, 1);
+                        *row = (UsageRow) {
+                                .request = req,
+                                .unit = g_strdup(unit),
+                                .policy = name,
+                                .pids = g_array_new(FALSE, FALSE, sizeof(pid_t)),
+                                .cgroups = g_ptr_array_new_with_free_func(g_free),
+                        };
+                        g_ptr_array_add(req->rows, row);
+                }
+        }
+}
+
+static int append_row(sd_bus_message *reply, const Manager *m, const UsageRow *row) {
+        g_autofree UsageProcess *processes = g_new0(UsageProcess, row->pids->len + 1);
+        UnitUsage u = { USAGE_UNKNOWN, USAGE_UNKNOWN, USAGE_SOURCE_NONE };
+        int r;
+
+        for (guint i = 0; i < row->pids->len; i++)
+                processes[i] = (UsageProcess) { g_array_index(row->pids, pid_t, i), g_ptr_array_index(row->cgroups, i) };
+        if (row->listed) {
+                r = usage_read_unit(m->cgroupfs_root, m->procfs_root, processes, row->pids->len, &u);
+                if (r < 0)
+                        log_debug_errno(r, "%s: cannot tell how much THP it holds: %s", row->unit, strerror(-r));
+        }
+        return sd_bus_message_append(reply, "(sstts)", row->unit, row->policy, u.anon_thp_bytes, u.shmem_thp_bytes,
+                                     usage_source_to_string(u.source));
+}
+
+static int reply_usage(UsageRequest *req) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(req->call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sstts)");
+        for (guint i = 0; r >= 0 && i < req->rows->len; i++)
+                r = append_row(reply, req->m, g_ptr_array_index(req->rows, i));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Cannot answer GetUnitUsage: %s", strerror(-r));
+        return r;
+}
+
+/* GetUnitProcesses: a(sus), (cgroup path, pid, command line) per process. An error (the unit
+ * stopped and is gone) leaves the row without a figure. */
+static int on_processes_reply(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        UsageRow *row = userdata;
+        UsageRequest *req = row->request;
+        const char *cgroup;
+        uint32_t pid;
+        int r;
+
+        if (sd_bus_message_is_method_error(msg, NULL))
+                log_debug("%s: the systemd manager did not list its processes: %s", row->unit,
+                          sd_bus_message_get_error(msg)->message);
+        else {
+                r = sd_bus_message_enter_container(msg, 'a', "(sus)");
+                while (r >= 0 && (r = sd_bus_message_read(msg, "(sus)", &cgroup, &pid, NULL)) > 0) {
+                        pid_t p = (pid_t) pid;
+
+                        g_array_append_val(row->pids, p);
+                        g_ptr_array_add(row->cgroups, g_strdup(cgroup));
+                }
+                if (r < 0)
+                        log_debug_errno(r, "%s: cannot read its processes: %s", row->unit, strerror(-r));
+                row->listed = r >= 0;
+        }
+        if (--req->unanswered == 0 && req->call)
+                (void) reply_usage(req);
+        return 0;
+}
+
+static void on_call_done(void *userdata) {
+        UsageRow *row = userdata;
+
+        usage_request_unref(row->request);
+}
+
+/* A manager method: it does not load or touch the unit object (whose properties, read in the
+ * wrong moment, made PID 1 and thpd ping-pong; units.c). Asked only about units counted as
+ * wanted, which the manager has loaded, and only when a client asks. */
+static int ask_processes(Manager *m, UsageRow *row) {
+        sd_bus_slot *slot = NULL;
+        int r;
+
+        r = sd_bus_call_method_async(m->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                     "org.freedesktop.systemd1.Manager", "GetUnitProcesses", on_processes_reply, row,
+                                     "s", row->unit);
+        if (r < 0)
+                return r;
+        row->request->ref++;
+        row->request->unanswered++;
+        sd_bus_slot_set_destroy_callback(slot, on_call_done);
+        sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+        return 0;
+}
+
+int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_(usage_request_unrefp) UsageRequest *req = NULL;
+        int r;
+
+        if (m->usage_requests && m->usage_requests->len >= USAGE_REQUESTS_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "%u GetUnitUsage() calls are already waiting; try again later.", USAGE_REQUESTS_MAX);
+
+        req = usage_request_new(m, msg);
+        collect_units(req);
+        if (req->rows->len > 0)
+                log_debug("GetUnitUsage: asking the systemd manager for the processes of %u unit(s).", req->rows->len);
+        for (guint i = 0; i < req->rows->len; i++) {
+                r = ask_processes(m, g_ptr_array_index(req->rows, i));
+                if (r < 0) {
+                        /* sd-bus answers with the error; the calls in flight must not answer again. */
+                        req->call = sd_bus_message_unref(req->call);
+                        return log_warning_errno(r, "Cannot ask the systemd manager for processes: %s", strerror(-r));
+                }
+        }
+        if (req->unanswered == 0) {
+                r = reply_usage(req);
+                return r < 0 ? r : 1;
+        }
+        return 1;
+}
+
+/* Callers get an answer rather than a vanished peer; and a request that still holds its call
+ * holds the bus, which would then never be freed with the calls in flight. */
+void manager_usage_fail_pending(Manager *m) {
+        if (!m->usage_requests)
+                return;
+        for (guint i = 0; i < m->usage_requests->len; i++) {
+                UsageRequest *req = g_ptr_array_index(m->usage_requests, i);
+
+                if (!req->call)
+                        continue;
+                (void) sd_bus_reply_method_errorf(req->call, THPD_ERROR_FAILED, "thpd is stopping.");
+                req->call = sd_bus_message_unref(req->call);
+        }
+}

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+
+/* GetUnitUsage(): the THP each unit of an active policy holds, read when a client asks and
+ * never otherwise (an idle thpd reads nothing). The units' processes and cgroups come from the
+ * systemd manager's GetUnitProcesses, asked asynchronously; the reply goes out once every unit
+ * is answered. Handler of the method in manager-bus.c's vtable; userdata is the Manager. */
+int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* At exit: the calls still waiting get an error instead of a vanished peer. */
+void manager_usage_fail_pending(Manager *m);
