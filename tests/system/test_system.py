@@ -17,6 +17,7 @@ tools/system-test.sh builds the package and does this.
 """
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -797,8 +798,11 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(HOST.diff(BASELINE), {})
 
     def thp_enabled(self, c, unit):
-        """THP_enabled: of every process in the unit's control group, PID to 0 or 1."""
-        procs = c.read(f'/sys/fs/cgroup/system.slice/{unit}/cgroup.procs').split()
+        """THP_enabled: of every process of the unit (as the manager lists them: the container's
+        cgroup tree is not at /sys/fs/cgroup/system.slice), PID to 0 or 1."""
+        out = c.run('busctl', '--json=short', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1',
+                    'org.freedesktop.systemd1.Manager', 'GetUnitProcesses', 's', unit).stdout
+        procs = [row[1] for row in json.loads(out)['data'][0]]
         self.assertTrue(procs, f'{unit} has no processes')
         return {int(pid): int(re.search(r'^THP_enabled:\s+(\d)', c.read(f'/proc/{pid}/status'), re.M).group(1))
                 for pid in procs}
