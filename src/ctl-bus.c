@@ -142,7 +142,7 @@ int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t time
 /* ---- properties ---- */
 
 const char *const ctl_property_names[] = {
-        "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "Override",
+        "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
         "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", NULL,
 };
 
@@ -156,6 +156,7 @@ static const struct {
         { "ActivePolicies", "active_policies" },
         { "HugeTLBPools", "hugetlb_pools" },
         { "NeedsRestart", "needs_restart" },
+        { "IsolatedServices", "isolated_services" },
         { "Override", "override" },
         { "OverrideExpiresAt", "override_expires_at" },
         { "StormState", "storm_state" },
@@ -238,6 +239,7 @@ void ctl_properties_clear(CtlProperties *p) {
         g_clear_pointer(&p->active_policies, g_array_unref);
         g_clear_pointer(&p->pools, g_array_unref);
         g_clear_pointer(&p->needs_restart, g_array_unref);
+        g_clear_pointer(&p->isolated, g_array_unref);
         g_clear_pointer(&p->override, g_array_unref);
         g_clear_pointer(&p->storms, g_array_unref);
         g_clear_pointer(&p->diagnostics, g_array_unref);
@@ -327,6 +329,39 @@ static int read_pairs(sd_bus_message *m, const char *element, GArray *pairs) {
                 CtlPair p = { .key = g_strdup(key), .value = g_strdup(value) };
 
                 g_array_append_val(pairs, p);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static void isolation_clear(gpointer p) {
+        CtlIsolation *i = p;
+
+        g_free(i->unit);
+        g_free(i->policy);
+        g_free(i->thp);
+        g_free(i->state);
+        g_free(i->note);
+}
+
+static int read_isolated(sd_bus_message *m, GArray *isolated) {
+        const char *unit, *policy, *thp, *state, *note;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(sssss)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(sssss)", &unit, &policy, &thp, &state, &note)) > 0) {
+                CtlIsolation i = {
+                        .unit = g_strdup(unit),
+                        .policy = g_strdup(policy),
+                        .thp = g_strdup(thp),
+                        .state = g_strdup(state),
+                        .note = g_strdup(note),
+                };
+
+                g_array_append_val(isolated, i);
         }
         if (r < 0)
                 return r;
@@ -432,6 +467,8 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
                 r = read_pools(m, p->pools);
         else if (streq(name, "NeedsRestart") && streq(contents, "a(ss)"))
                 r = read_pairs(m, "(ss)", p->needs_restart);
+        else if (streq(name, "IsolatedServices") && streq(contents, "a(sssss)"))
+                r = read_isolated(m, p->isolated);
         else if (streq(name, "Override") && streq(contents, "a{ss}"))
                 r = read_pairs(m, "{ss}", p->override);
         else if (streq(name, "Storms") && streq(contents, "a(ssa{sd})"))
@@ -454,6 +491,7 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
                 .active_policies = array_new(sizeof(CtlActivePolicy), active_policy_clear),
                 .pools = array_new(sizeof(CtlPool), pool_clear),
                 .needs_restart = array_new(sizeof(CtlPair), pair_clear),
+                .isolated = array_new(sizeof(CtlIsolation), isolation_clear),
                 .override = array_new(sizeof(CtlPair), pair_clear),
                 .storms = array_new(sizeof(CtlStorm), storm_clear),
                 .diagnostics = diagnostics_new(),
@@ -760,6 +798,20 @@ static void property_to_json(const CtlProperties *p, const char *name, Json *j) 
                         json_begin_object(j, NULL);
                         json_string(j, "unit", pair->key);
                         json_string(j, "policy", pair->value);
+                        json_end_object(j);
+                }
+                json_end_array(j);
+        } else if (streq(name, "IsolatedServices")) {
+                json_begin_array(j, key);
+                for (guint i = 0; i < p->isolated->len; i++) {
+                        const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+
+                        json_begin_object(j, NULL);
+                        json_string(j, "unit", iso->unit);
+                        json_string(j, "policy", iso->policy);
+                        json_string(j, "thp", iso->thp);
+                        json_string(j, "state", iso->state);
+                        json_string(j, "note", or_null(iso->note));
                         json_end_object(j);
                 }
                 json_end_array(j);

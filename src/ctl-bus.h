@@ -62,6 +62,11 @@ typedef struct CtlPair {
         char *key, *value;
 } CtlPair;
 
+/* A running unit of a Scope=service policy (IsolatedServices). */
+typedef struct CtlIsolation {
+        char *unit, *policy, *thp, *state, *note;
+} CtlIsolation;
+
 typedef struct CtlFigure {
         char *name;
         double value;
@@ -87,6 +92,7 @@ typedef struct CtlProperties {
         GArray *active_policies; /* CtlActivePolicy */
         GArray *pools;           /* CtlPool */
         GArray *needs_restart;   /* CtlPair: unit, policy */
+        GArray *isolated;        /* CtlIsolation */
         GArray *override;        /* CtlPair: knob, value */
         uint64_t override_expires_at;
         GArray *storms;          /* CtlStorm */

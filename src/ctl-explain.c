@@ -40,7 +40,7 @@ static const char *or_null(const char *s) {
         return s && s[0] ? s : NULL;
 }
 
-static int print_json(GArray *votes) {
+static int print_json(GArray *votes, GArray *isolated) {
         Json j;
 
         json_init(&j);
@@ -68,6 +68,19 @@ static int print_json(GArray *votes) {
                         json_end_object(&j);
                 }
                 json_end_array(&j);
+                json_end_object(&j);
+        }
+        json_end_array(&j);
+        json_begin_array(&j, "isolated_services");
+        for (guint i = 0; i < isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
+
+                json_begin_object(&j, NULL);
+                json_string(&j, "unit", iso->unit);
+                json_string(&j, "policy", iso->policy);
+                json_string(&j, "thp", iso->thp);
+                json_string(&j, "state", iso->state);
+                json_string(&j, "note", or_null(iso->note));
                 json_end_object(&j);
         }
         json_end_array(&j);
@@ -112,10 +125,26 @@ static void print_text(GArray *votes) {
         }
 }
 
+/* Scope=service policies cast no vote, but they decide what their services' processes get. */
+static void print_isolated(GArray *isolated) {
+        if (isolated->len == 0)
+                return;
+        printf("\n%sNot voting%s (Scope=service: THP taken away from these services' processes only, by "
+               "thpd-exec at their start):\n", ctl_color(CTL_COLOR_BOLD), ctl_color(CTL_COLOR_NORMAL));
+        for (guint i = 0; i < isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
+
+                printf("    %s  %s for %s: %s%s%s\n", iso->thp, iso->policy, iso->unit, iso->state,
+                       iso->note[0] ? ", " : "", iso->note);
+        }
+}
+
 int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         g_autoptr(GArray) votes = g_array_new(FALSE, TRUE, sizeof(Vote));
+        _cleanup_(ctl_properties_clear) CtlProperties props = {};
+        GArray *isolated;
         Vote v;
         int wins, r;
 
@@ -137,8 +166,18 @@ int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
                 return CTL_EXIT_FAILURE;
         }
 
+        /* They concern the enabled knob only; the property is read after the votes, so that an
+         * unknown knob fails as Explain says. */
+        r = ctl_get_properties(o, bus, &props);
+        if (r != CTL_EXIT_OK)
+                return r;
+        isolated = props.isolated;
+        if (argc > 0 && !streq(argv[0], "enabled"))
+                g_array_set_size(isolated, 0);
+
         if (o->json)
-                return print_json(votes);
+                return print_json(votes, isolated);
         print_text(votes);
+        print_isolated(isolated);
         return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

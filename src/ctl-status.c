@@ -209,6 +209,22 @@ static void print_needs_restart(const CtlProperties *p, GArray *usage) {
         }
 }
 
+/* Services of Scope=service policies: THP taken away from their processes only. */
+static void print_isolated(const CtlProperties *p) {
+        static const char label[] = "Isolated: ";
+
+        for (guint i = 0; i < p->isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+                bool bad = streq(iso->state, "not-isolated");
+
+                printf("  %-*s%s THP %s for its processes only (%s, Scope=service): %s%s%s\n", (int) strlen(label),
+                       i == 0 ? label : "", iso->unit, iso->thp, iso->policy, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
+                       iso->state, ctl_color(CTL_COLOR_NORMAL));
+                if (iso->note[0])
+                        printf("  %-*s  %s\n", (int) strlen(label), "", iso->note);
+        }
+}
+
 /* "; policy files: 1 error, 2 warnings" for the header, or "". */
 static char *problems_summary(const CtlProperties *p) {
         unsigned errors = ctl_count_errors(p->diagnostics), warnings = p->diagnostics->len - errors;
@@ -242,6 +258,7 @@ static void print_status(const CtlProperties *p, GArray *usage) {
         print_pools(p);
         print_storms(p);
         print_override(p);
+        print_isolated(p);
         print_needs_restart(p, usage);
         print_problems(p);
 }
@@ -386,6 +403,22 @@ static void show_needs_restart(const CtlProperties *p) {
         }
 }
 
+static void show_isolated(const CtlProperties *p) {
+        g_autoptr(GString) units = g_string_new(NULL);
+
+        for (guint i = 0; i < p->isolated->len; i++)
+                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->isolated, CtlIsolation, i).unit);
+        kv(units->str, "IsolatedServices");
+        for (guint i = 0; i < p->isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+
+                kv(iso->policy, "IsolatedServices.%s.Policy", iso->unit);
+                kv(iso->thp, "IsolatedServices.%s.THP", iso->unit);
+                kv(iso->state, "IsolatedServices.%s.State", iso->unit);
+                kv(iso->note, "IsolatedServices.%s.Note", iso->unit);
+        }
+}
+
 static void show_override(const CtlProperties *p) {
         g_autoptr(GString) values = g_string_new(NULL);
 
@@ -440,6 +473,8 @@ static void show_property(const CtlProperties *p, const char *name) {
                 show_pools(p);
         else if (streq(name, "NeedsRestart"))
                 show_needs_restart(p);
+        else if (streq(name, "IsolatedServices"))
+                show_isolated(p);
         else if (streq(name, "Override"))
                 show_override(p);
         else if (streq(name, "OverrideExpiresAt"))

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-isolation.h"
 #include "manager-metrics.h"
 #include "manager-usage.h"
 #include "polkit.h"
@@ -35,6 +36,7 @@ enum {
         TRACKED_ACTIVE_POLICIES,
         TRACKED_POOLS,
         TRACKED_NEEDS_RESTART,
+        TRACKED_ISOLATED_SERVICES,
         TRACKED_OVERRIDE,
         TRACKED_OVERRIDE_EXPIRES_AT,
         TRACKED_STORM_STATE,
@@ -279,6 +281,29 @@ static gint compare_strings(gconstpointer a, gconstpointer b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+static int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
+                                          const char *property, sd_bus_message *reply, void *userdata,
+                                          sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GPtrArray) list = manager_isolation_list(m);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sssss)");
+        for (guint i = 0; r >= 0 && i < list->len; i++) {
+                const Isolation *iso = g_ptr_array_index(list, i);
+                /* The note quotes a command line, which need not be UTF-8. */
+                g_autofree char *note = g_utf8_make_valid(iso->note ?: "", -1);
+                char buf[24];
+
+                r = sd_bus_message_append(reply, "(sssss)", iso->unit, iso->policy,
+                                          knob_value_to_string(KNOB_ENABLED, iso->mode, buf),
+                                          isolation_state_to_string(iso->state), note);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 static int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -421,6 +446,7 @@ static const struct {
         [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
         [TRACKED_POOLS] = { "HugeTLBPools", property_get_pools },
         [TRACKED_NEEDS_RESTART] = { "NeedsRestart", property_get_needs_restart },
+        [TRACKED_ISOLATED_SERVICES] = { "IsolatedServices", property_get_isolated_services },
         [TRACKED_OVERRIDE] = { "Override", property_get_override },
         [TRACKED_OVERRIDE_EXPIRES_AT] = { "OverrideExpiresAt", property_get_override_expires_at },
         [TRACKED_STORM_STATE] = { "StormState", property_get_storm_state },
@@ -882,6 +908,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ActivePolicies", "a(sas)", property_get_active_policies, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("HugeTLBPools", "a(tittts)", property_get_pools, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("NeedsRestart", "a(ss)", property_get_needs_restart, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("IsolatedServices", "a(sssss)", property_get_isolated_services, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Override", "a{ss}", property_get_override, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("OverrideExpiresAt", "t", property_get_override_expires_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StormState", "s", property_get_storm_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

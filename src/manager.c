@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-isolation.h"
 #include "manager-metrics.h"
 #include "manager-pools.h"
 #include "manager.h"
@@ -82,6 +83,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         g_array_set_clear_func(m->pools, pool_status_clear);
         m->needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         m->seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        manager_isolation_init(m);
         baseline_init(&m->baseline);
         unset_knobs(m->applied);
         unset_knobs(m->override);
@@ -116,6 +118,7 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->pools);
         g_hash_table_destroy(m->needs_restart);
         g_hash_table_destroy(m->seen_wanted);
+        manager_isolation_free(m);
         g_free(m->unit_record);
         g_free(m->status);
         g_free(m->metrics_path);
@@ -440,6 +443,20 @@ static void save_unit_record(Manager *m) {
         m->unit_record = TAKE_PTR(text);
 }
 
+/* A running unit of a service-scoped policy needs a restart while its process is not isolated;
+ * the answer comes later for a unit that just started (the apply it queues gets here again). */
+static void update_isolation(Manager *m, const Policy *p, const TrackedUnit *u) {
+        const Isolation *i;
+
+        if (!tracked_unit_is_running(u))
+                return;
+        i = manager_isolation_check(m, p, u);
+        if (i->state == ISOLATION_NOT_ISOLATED)
+                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
+        else if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(m->needs_restart, u->name), p->name))
+                g_hash_table_remove(m->needs_restart, u->name);
+}
+
 /* Works out which policies the wanted units activate, and which stopped ones still hold their
  * pool during the grace period. */
 static GArray *collect_active(Manager *m) {
@@ -467,8 +484,12 @@ static GArray *collect_active(Manager *m) {
                                         g_hash_table_insert(wanted_now, u->name, GUINT_TO_POINTER(u->stops + 1));
                                         /* Already running when it first counted: its memory was
                                          * mapped before this policy applied. One that stopped
-                                         * since the last apply started again under it. */
-                                        if (!known && tracked_unit_is_running(u))
+                                         * since the last apply started again under it. A
+                                         * service-scoped policy changes no knob: what counts is
+                                         * whether the process runs isolated. */
+                                        if (p->scope == POLICY_SCOPE_SERVICE)
+                                                update_isolation(m, p, u);
+                                        else if (!known && tracked_unit_is_running(u))
                                                 g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
                                         else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
                                                 g_hash_table_remove(m->needs_restart, u->name);
@@ -513,6 +534,7 @@ static GArray *collect_active(Manager *m) {
                 while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                         if (!g_hash_table_contains(wanted_now, name))
                                 g_hash_table_iter_remove(&iter);
+                manager_isolation_prune(m, wanted_now);
                 save_unit_record(m);
         }
 

@@ -75,6 +75,7 @@ typedef struct Manager {
         Target target;
         GArray *pools;                 /* PoolStatus */
         GHashTable *needs_restart;     /* unit -> policy name */
+        GHashTable *isolation;         /* unit -> Isolation*: running units of Scope=service policies */
         GHashTable *seen_wanted;       /* units wanted at the last apply -> their stop count + 1 */
 
         sd_event_source *sigterm, *sigint, *sighup;

@@ -70,7 +70,8 @@ typedef struct Parser {
         ContinuationTarget continuation;
         char *continuation_key;
         unsigned policy_section_line, hugetlb_section_line;
-        unsigned description_line, units_line;
+        unsigned description_line, units_line, scope_line;
+        PolicyScope scope;
         unsigned size_line, pages_line, page_size_line, node_line;
         unsigned knob_seen[_KNOB_MAX];
         GString *description;
@@ -106,7 +107,7 @@ static void parser_done(Parser *p) {
 #define unknown_at(p, line, ...) \
         diagnostics_add((p)->diag, (p)->strict ? DIAGNOSTIC_ERROR : DIAGNOSTIC_WARNING, (p)->path, (line), __VA_ARGS__)
 
-static const char *const policy_keys[] = { "Description", "Units" };
+static const char *const policy_keys[] = { "Description", "Units", "Scope" };
 static const char *const hugetlb_keys[] = { "Size", "Pages", "PageSize", "Node" };
 
 /* The keys a known section takes; NULL for an unknown section. */
@@ -382,6 +383,24 @@ static void unknown_key(Parser *p, const char *key) {
         unknown_at(p, p->line, "unknown key %s= in [%s], ignored%s", key, p->section, hint);
 }
 
+static const char *const scope_names[_POLICY_SCOPE_MAX] = {
+        [POLICY_SCOPE_GLOBAL] = "global",
+        [POLICY_SCOPE_SERVICE] = "service",
+};
+
+const char *policy_scope_to_string(PolicyScope s) {
+        if (s < 0 || s >= _POLICY_SCOPE_MAX)
+                return NULL;
+        return scope_names[s];
+}
+
+PolicyScope policy_scope_from_string(const char *s) {
+        for (PolicyScope i = 0; i < _POLICY_SCOPE_MAX; i++)
+                if (streq_ptr(s, scope_names[i]))
+                        return i;
+        return _POLICY_SCOPE_INVALID;
+}
+
 static ContinuationTarget handle_policy_key(Parser *p, const char *key, const char *value) {
         if (streq(key, "Description")) {
                 if (check_duplicate(p, &p->description_line, key))
@@ -394,6 +413,18 @@ static ContinuationTarget handle_policy_key(Parser *p, const char *key, const ch
                         return CONTINUE_IGNORE;
                 add_units(p, value);
                 return CONTINUE_UNITS;
+        }
+        if (streq(key, "Scope")) {
+                PolicyScope scope;
+
+                if (check_duplicate(p, &p->scope_line, key))
+                        return CONTINUE_IGNORE;
+                scope = policy_scope_from_string(value);
+                if (scope < 0)
+                        error_at(p, p->line, "invalid Scope=%s; accepted: global, service", value);
+                else
+                        p->scope = scope;
+                return CONTINUE_REJECT;
         }
         unknown_key(p, key);
         return CONTINUE_IGNORE;
@@ -527,6 +558,40 @@ static int policy_handler(void *user, const char *section, const char *name, con
         return 1;
 }
 
+/* A service-scoped policy reaches its services through prctl(PR_SET_THP_DISABLE), which has one
+ * setting per process: THP off, or (6.18) only where advised. Every other knob is machine-wide,
+ * so voting on it would impose the service's wish on everyone; the daemon ignores such a key
+ * (warning), verify fails on it. */
+static void check_service_scope(Parser *p) {
+        KnobValue always;
+
+        FOREACH_KNOB(k)
+                if (k != KNOB_ENABLED && p->knob_seen[k] != 0)
+                        unknown_at(p, p->knob_seen[k],
+                                   "[%s] %s= is machine-wide and cannot apply to one service (Scope=service, line %u), "
+                                   "ignored; move it to a policy with Scope=global",
+                                   knob_info(k)->section, knob_info(k)->key, p->scope_line);
+
+        for (guint i = 0; i < p->units->len; i++) {
+                const char *u = g_ptr_array_index(p->units, i);
+
+                if (!g_str_has_suffix(u, ".service"))
+                        unknown_at(p, p->units_line,
+                                   "Units= entry '%s' is not a service: Scope=service isolates the processes a "
+                                   "service's ExecStart= starts, so it never applies to it", u);
+        }
+
+        if (p->knob_seen[KNOB_ENABLED] == 0) {
+                error_at(p, p->scope_line, "Scope=service needs [TransparentHugePages] Enabled=never or madvise: "
+                         "it is what the services get");
+                return;
+        }
+        if (knob_value_from_string(KNOB_ENABLED, "always", &always) >= 0 && p->knobs[KNOB_ENABLED] == always)
+                error_at(p, p->knob_seen[KNOB_ENABLED], "Enabled=always cannot be asked for one service "
+                         "(Scope=service, line %u): a process can only opt out of THP; use never or madvise",
+                         p->scope_line);
+}
+
 /* Checks that need the whole file. */
 static void check_file(Parser *p) {
         bool any_knob = false;
@@ -544,6 +609,8 @@ static void check_file(Parser *p) {
         if (!any_knob && p->size_line == 0 && p->pages_line == 0)
                 error_at(p, 0, "no setting: the policy sets no [TransparentHugePages] or [Khugepaged] value "
                          "and no [HugeTLB] pool");
+        else if (p->scope == POLICY_SCOPE_SERVICE)
+                check_service_scope(p);
 }
 
 static Policy *parser_build_policy(Parser *p) {
@@ -559,6 +626,13 @@ static Policy *parser_build_policy(Parser *p) {
         FOREACH_KNOB(k) {
                 policy->knobs[k] = p->knob_seen[k] != 0 ? p->knobs[k] : KNOB_VALUE_UNSET;
                 policy->knob_lines[k] = p->knob_seen[k];
+        }
+        policy->scope = p->scope;
+        policy->service_thp = KNOB_VALUE_UNSET;
+        if (p->scope == POLICY_SCOPE_SERVICE) {
+                policy->service_thp = policy->knobs[KNOB_ENABLED];
+                FOREACH_KNOB(k)
+                        policy->knobs[k] = KNOB_VALUE_UNSET;
         }
 
         if (p->size_line != 0 || p->pages_line != 0) {

@@ -17,6 +17,18 @@ typedef struct PoolRequest {
         uint64_t pages;        /* Pages=, or Size= rounded up to whole pages */
 } PoolRequest;
 
+/* Scope=: whom the [TransparentHugePages] Enabled= value is for. */
+typedef enum PolicyScope {
+        POLICY_SCOPE_GLOBAL,  /* votes on the machine-wide knobs (the default) */
+        POLICY_SCOPE_SERVICE, /* isolates the processes of its services only (prctl at exec, see
+                               * thpd-generator(8)); votes on no knob, but its pool still counts */
+        _POLICY_SCOPE_MAX,
+        _POLICY_SCOPE_INVALID = -EINVAL,
+} PolicyScope;
+
+const char *policy_scope_to_string(PolicyScope s);
+PolicyScope policy_scope_from_string(const char *s);
+
 typedef struct Policy {
         char *name;        /* file name ("redis.conf"): a policy's identity across directories */
         char *path;        /* the file it was read from */
@@ -26,6 +38,10 @@ typedef struct Policy {
         unsigned knob_lines[_KNOB_MAX]; /* where each vote was set, for explanations */
         bool has_pool;
         PoolRequest pool;
+        PolicyScope scope;
+        /* POLICY_SCOPE_SERVICE: the Enabled= value its services get (never or madvise);
+         * knobs[] is then all UNSET, so nothing votes on the global knobs by mistake. */
+        KnobValue service_thp;
 } Policy;
 
 Policy *policy_free(Policy *p);

@@ -282,6 +282,55 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
         return 0;
 }
 
+/* The value of "KEY:" in a status file, up to the end of its line; NULL when there is none. */
+static const char *status_field(const char *status, const char *key, size_t *ret_len) {
+        size_t key_len = strlen(key);
+
+        for (const char *line = status; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+                        const char *v = line + key_len + 1;
+
+                        v += strspn(v, " \t");
+                        *ret_len = strcspn(v, "\n");
+                        return v;
+                }
+        return NULL;
+}
+
+int procfs_parse_thp_status(const char *status, ProcThpStatus *ret) {
+        ProcThpStatus s = {};
+        const char *v;
+        size_t len;
+
+        v = status_field(status, "THP_enabled", &len);
+        if (!v)
+                return -ENODATA;
+        if (len != 1 || (*v != '0' && *v != '1'))
+                return -EBADMSG;
+        s.thp_enabled = *v == '1';
+
+        v = status_field(status, "Name", &len);
+        if (!v || len >= sizeof s.name)
+                return -EBADMSG;
+        memcpy(s.name, v, len);
+
+        *ret = s;
+        return 0;
+}
+
+int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret) {
+        g_autofree char *relpath = NULL, *content = NULL;
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+        relpath = g_strdup_printf("%d/status", (int) pid);
+        r = procfs_read_file(procfs_root, relpath, &content);
+        if (r < 0)
+                return r;
+        return procfs_parse_thp_status(content, ret);
+}
+
 void procfs_kthreads_done(ProcfsKthreads *k) {
         if (!k)
                 return;

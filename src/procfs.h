@@ -70,6 +70,17 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);
 int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret);
 
+/* From /proc/PID/status: "THP_enabled:" (Linux 5.0) is false only when the process disabled THP
+ * entirely with prctl(PR_SET_THP_DISABLE); the global knob does not show there, nor does the
+ * 6.18 "except advised" mode. -ENODATA when the kernel has no such line. */
+typedef struct ProcThpStatus {
+        char name[16];    /* "Name:", the command name (the kernel's comm, at most 15 bytes) */
+        bool thp_enabled;
+} ProcThpStatus;
+
+int procfs_parse_thp_status(const char *status, ProcThpStatus *ret);
+int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret);
+
 /* The kernel threads whose CPU time shows khugepaged and kcompactd storms. */
 typedef struct ProcfsKthreads {
         pid_t khugepaged;     /* 0: not running (THP off everywhere, or no THP) */

@@ -64,7 +64,9 @@ typedef struct Target {
         bool pools_truncated; /* more (size, node) pairs than RESOLVE_MAX_POOLS */
 } Target;
 
-/* Per knob: override > strictest of (active policies, mitigation) > baseline. Pools: baseline +
+/* Per knob: override > strictest of (active policies, mitigation) > baseline. A Scope=service
+ * policy votes on no knob (its knobs[] are unset; thpd-generator isolates its services), but its
+ * pool counts like any other: a pool is machine-wide. Pools: baseline +
  * the sum of active policies' pools per (page size, node); baseline pools with no policy are
  * listed too, so restoring them is the same code path. */
 void resolve(const ResolveInput *in, Target *ret);

@@ -54,6 +54,12 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "typo-section.conf: exit $rc, expected 1"
 expect_line "$bad/typo-section.conf:4: error: unknown section [TransparentHugePage], its keys are ignored; did you mean [TransparentHugePages]?" "$scratch/err"
 
+# A machine-wide key in a service-scoped policy: the daemon ignores it, verify fails.
+"$ctl" verify "$bad/service-scope-defrag.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "service-scope-defrag.conf: exit $rc, expected 1"
+expect_line "$bad/service-scope-defrag.conf:9: error: [TransparentHugePages] Defrag= is machine-wide and cannot apply to one service (Scope=service, line 5), ignored; move it to a policy with Scope=global" "$scratch/err"
+
 # What the daemon would not trust: a warning for a file in a build tree, an error in a policy
 # directory (--policy-dir counts as one).
 mkdir -m 0755 "$scratch/build" "$scratch/policy.d"

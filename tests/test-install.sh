@@ -34,6 +34,8 @@ dest=$tmp/dest
 
 # Where the distribution wants units and completions; the build asks pkg-config the same way.
 unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null) || unitdir=/lib/systemd/system
+generatordir=$(pkg-config --variable=systemdsystemgeneratordir systemd 2>/dev/null) ||
+        generatordir=/lib/systemd/system-generators
 completionsdir=$(pkg-config --define-variable=datadir=/usr/share --variable=completionsdir bash-completion \
                  2>/dev/null) || completionsdir=/usr/share/bash-completion/completions
 
@@ -52,6 +54,8 @@ fi
 expected=(
         /usr/sbin/thpd
         /usr/bin/thpd-ctl
+        "$generatordir/thpd-generator"
+        /usr/lib/thpd/thpd-exec
         /usr/lib/thpd/policy.d/hadoop.conf
         /usr/lib/thpd/policy.d/mongodb.conf
         /usr/lib/thpd/policy.d/mysql.conf
@@ -67,6 +71,7 @@ expected=(
         /usr/lib/tmpfiles.d/thpd.conf
         /etc/thpd/thpd.conf
         /usr/share/man/man8/thpd.8
+        /usr/share/man/man8/thpd-generator.8
         /usr/share/man/man1/thpd-ctl.1
         /usr/share/man/man5/thpd.conf.5
         /usr/share/man/man5/thpd.policy.5
@@ -107,7 +112,11 @@ grep -qx 'ExecStartPre=-/usr/bin/thpd-ctl await %n' "$dest$unitdir/redis-server.
 grep -qx 'SystemdService=thpd.service' "$dest/usr/share/dbus-1/system-services/org.thpd1.service" ||
         fail "the bus activation file does not name thpd.service"
 
-for f in /usr/sbin/thpd /usr/bin/thpd-ctl; do
+# The generator's drop-ins name the helper by the path it is installed at.
+grep -q '/usr/lib/thpd/thpd-exec' "$dest$generatordir/thpd-generator" ||
+        fail "thpd-generator does not name /usr/lib/thpd/thpd-exec"
+
+for f in /usr/sbin/thpd /usr/bin/thpd-ctl "$generatordir/thpd-generator" /usr/lib/thpd/thpd-exec; do
         [[ -x $dest$f ]] || fail "$f is not executable"
 done
 # thpd ignores a policy (and a policy directory) that group or others can write.

@@ -7,13 +7,14 @@
 # member, every thpd.conf key), and its examples are what thpd accepts: the shipped Redis
 # policy appears verbatim, and each example policy passes "thpd-ctl verify".
 #
-# Usage: test-man.sh THPD THPD_CTL PAGE...   (THPD_SOURCE_ROOT must be set; meson test does)
+# Usage: test-man.sh THPD THPD_CTL THPD_EXEC PAGE...   (THPD_SOURCE_ROOT must be set; meson test does)
 
 set -u
 
 thpd=$1
 thpd_ctl=$2
-shift 2
+thpd_exec=$3
+shift 3
 src=${THPD_SOURCE_ROOT:?}
 
 for tool in man groff; do
@@ -47,7 +48,7 @@ page_path() {
 }
 
 pages=("$@")
-for page in thpd.8 thpd-ctl.1 thpd.conf.5 thpd.policy.5; do
+for page in thpd.8 thpd-ctl.1 thpd-generator.8 thpd.conf.5 thpd.policy.5; do
         [[ -f $(page_path "$page") ]] || fail "$page was not built"
 done
 
@@ -78,6 +79,7 @@ need_sections() {
 }
 need_sections thpd.8 OPTIONS "EXIT STATUS"
 need_sections thpd-ctl.1 COMMANDS OPTIONS "EXIT STATUS"
+need_sections thpd-generator.8 OPTIONS ENVIRONMENT "EXIT STATUS"
 need_sections thpd.conf.5
 need_sections thpd.policy.5 FORMAT
 
@@ -93,6 +95,16 @@ opts=$("$thpd" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u)
 [[ -n $opts ]] || fail "thpd --help lists no options"
 for o in $opts; do
         documented thpd.8 "$o" || fail "thpd.8 does not document $o (from thpd --help)"
+done
+
+# Every long option of thpd-exec --help, and the environment thpd-generator reads.
+opts=$("$thpd_exec" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+[[ -n $opts ]] || fail "thpd-exec --help lists no options"
+for o in $opts; do
+        documented thpd-generator.8 "$o" || fail "thpd-generator.8 does not document $o (from thpd-exec --help)"
+done
+for v in $(grep -ohE 'getenv\("[A-Z_]+"\)' "$src/src/thpd-generator.c" "$src/src/unit-files.c" | grep -oE '[A-Z_]{4,}'); do
+        documented thpd-generator.8 "$v" || fail "thpd-generator.8 does not document \$$v (read by thpd-generator)"
 done
 
 # Every verb and long option of thpd-ctl --help: verbs are the first word of the indented lines

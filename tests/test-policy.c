@@ -598,6 +598,118 @@ START_TEST(test_continuations_accepted) {
 }
 END_TEST
 
+START_TEST(test_service_scope) {
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\n"
+                               "Units=redis-server.service redis-server@.service\n"
+                               "Scope=service\n"
+                               "[TransparentHugePages]\n"
+                               "Enabled=never\n"
+                               "[HugeTLB]\n"
+                               "Pages=16\n", &d, &p), 0);
+        ck_assert_uint_eq(d.n_errors + d.n_warnings, 0);
+        ck_assert_int_eq(p->scope, POLICY_SCOPE_SERVICE);
+        ck_assert_int_eq(p->service_thp, word(KNOB_ENABLED, "never"));
+        /* It votes on no knob, so the global ones resolve without it; the pool still counts. */
+        FOREACH_KNOB(k)
+                ck_assert_int_eq(p->knobs[k], KNOB_VALUE_UNSET);
+        ck_assert_uint_eq(p->knob_lines[KNOB_ENABLED], 5);
+        ck_assert(p->has_pool);
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=global\n[TransparentHugePages]\nEnabled=madvise\n",
+                               &d, &p), 0);
+        ck_assert_int_eq(p->scope, POLICY_SCOPE_GLOBAL);
+        ck_assert_int_eq(p->service_thp, KNOB_VALUE_UNSET);
+        ck_assert_int_eq(p->knobs[KNOB_ENABLED], word(KNOB_ENABLED, "madvise"));
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        /* The default is global. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\n", &d, &p), 0);
+        ck_assert_int_eq(p->scope, POLICY_SCOPE_GLOBAL);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+START_TEST(test_service_scope_machine_wide_keys) {
+        static const char text[] =
+                "[Policy]\n"                             /* 1 */
+                "Units=a.service b.socket\n"             /* 2 */
+                "Scope=service\n"                        /* 3 */
+                "[TransparentHugePages]\n"               /* 4 */
+                "Enabled=madvise\n"                      /* 5 */
+                "Defrag=never\n"                         /* 6 */
+                "[Khugepaged]\n"                         /* 7 */
+                "MaxPtesNone=0\n";                       /* 8 */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        /* The daemon: warnings, and the keys are ignored. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        ck_assert_uint_eq(d.n_errors, 0);
+        ck_assert_uint_eq(d.n_warnings, 3);
+        assert_diag(&d, DIAGNOSTIC_WARNING, 6, "[TransparentHugePages] Defrag= is machine-wide");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 8, "[Khugepaged] MaxPtesNone= is machine-wide");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 2, "'b.socket' is not a service");
+        ck_assert_int_eq(p->service_thp, word(KNOB_ENABLED, "madvise"));
+        ck_assert_int_eq(p->knobs[KNOB_DEFRAG], KNOB_VALUE_UNSET);
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_NONE], KNOB_VALUE_UNSET);
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        /* verify: errors. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict(text, &d, &p), -EINVAL);
+        ck_assert_uint_eq(d.n_errors, 3);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "Scope=service, line 3");
+        diagnostics_clear(&d);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(test_service_scope_errors) {
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=machine\n[TransparentHugePages]\nEnabled=never\n",
+                               &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "invalid Scope=machine; accepted: global, service");
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[TransparentHugePages]\nEnabled=always\n",
+                               &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "can only opt out");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+
+        /* Only a pool: nothing to isolate the service with. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[HugeTLB]\nPages=4\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "Scope=service needs [TransparentHugePages] Enabled=never or madvise");
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\nScope=global\n"
+                               "[TransparentHugePages]\nEnabled=never\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "duplicate key Scope=");
+        diagnostics_clear(&d);
+        ck_assert_ptr_null(p);
+        ck_assert_str_eq(policy_scope_to_string(POLICY_SCOPE_SERVICE), "service");
+        ck_assert_int_eq(policy_scope_from_string("global"), POLICY_SCOPE_GLOBAL);
+        ck_assert_int_eq(policy_scope_from_string(NULL), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_missing_units) {
         Policy *p = NULL;
         Diagnostics d;
@@ -822,6 +934,9 @@ int main(void) {
         tcase_add_test(tc, test_duplicates_and_continuations);
         tcase_add_test(tc, test_continuations_accepted);
         tcase_add_test(tc, test_missing_units);
+        tcase_add_test(tc, test_service_scope);
+        tcase_add_test(tc, test_service_scope_machine_wide_keys);
+        tcase_add_test(tc, test_service_scope_errors);
         tcase_add_test(tc, test_no_setting);
         tcase_add_test(tc, test_size_and_pages);
         tcase_add_test(tc, test_bad_page_size);

@@ -350,6 +350,29 @@ START_TEST(test_real_proc) {
 }
 END_TEST
 
+START_TEST(test_thp_status) {
+        ProcThpStatus st = {};
+
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tredis-server\nUmask:\t0022\nTHP_enabled:\t1\nuntag_mask:\t0\n",
+                                                 &st), 0);
+        ck_assert(st.thp_enabled);
+        ck_assert_str_eq(st.name, "redis-server");
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tthpd-exec\nTHP_enabled:\t0", &st), 0);
+        ck_assert(!st.thp_enabled);
+        ck_assert_str_eq(st.name, "thpd-exec");
+        /* Before Linux 5.0 there is no such line. */
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nVmRSS:\t1 kB\n", &st), -ENODATA);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nTHP_enabled:\t2\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\tx\nTHP_enabled:\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("THP_enabled:\t1\n", &st), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_thp_status("Name:\t0123456789abcdef\nTHP_enabled:\t1\n", &st), -EBADMSG);
+        ck_assert_str_eq(st.name, "thpd-exec");
+        /* This process, as the kernel shows it. */
+        ck_assert_int_ne(procfs_read_thp_status("/proc", getpid(), &st), -EBADMSG);
+        ck_assert_int_eq(procfs_read_thp_status("/proc", 0, &st), -EINVAL);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("procfs");
         TCase *tc = tcase_create("core");
@@ -361,6 +384,7 @@ int main(void) {
         tcase_add_test(tc, test_readers);
         tcase_add_test(tc, test_find_kthreads);
         tcase_add_test(tc, test_real_proc);
+        tcase_add_test(tc, test_thp_status);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

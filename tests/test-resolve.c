@@ -156,6 +156,41 @@ START_TEST(test_inherit_uses_resolved_global) {
 }
 END_TEST
 
+/* Redis isolated per service (as the parser builds a Scope=service policy: no knob vote, the
+ * Enabled= value kept aside) and a batch job at a global always coexist. */
+START_TEST(test_service_scope_does_not_vote) {
+        g_autoptr(Policy) redis = make_policy("redis.conf");
+        g_autoptr(Policy) batch = make_policy("batch.conf");
+        Target t;
+
+        redis->scope = POLICY_SCOPE_SERVICE;
+        ck_assert_int_eq(knob_value_from_string(KNOB_ENABLED, "never", &redis->service_thp), 0);
+        redis->has_pool = true;
+        redis->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 8 };
+        set(batch->knobs, KNOB_ENABLED, "always");
+
+        ActivePolicy active[] = {
+                { .policy = batch, .unit = "batch.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = ELEMENTSOF(active) };
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "always");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, batch);
+        ck_assert_uint_eq(t.n_pools, 1);
+        ck_assert_uint_eq(t.pools[0].requested, 8);
+
+        /* Alone, it leaves every knob at the baseline. */
+        in.active = &active[1];
+        in.n_active = 1;
+        resolve(&in, &t);
+        assert_value(&t, KNOB_ENABLED, "madvise");
+        ck_assert_int_eq(t.source[KNOB_ENABLED].kind, SOURCE_BASELINE);
+        ck_assert_uint_eq(t.pools[0].requested, 8);
+}
+END_TEST
+
 START_TEST(test_pools_summed_per_size_and_node) {
         g_autoptr(Policy) pg = make_policy("postgresql.conf");
         g_autoptr(Policy) other = make_policy("other.conf");
@@ -256,6 +291,7 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup_baseline, NULL);
         tcase_add_test(tc, test_no_policy_gives_baseline);
         tcase_add_test(tc, test_strictest_wins_per_knob);
+        tcase_add_test(tc, test_service_scope_does_not_vote);
         tcase_add_test(tc, test_looser_policy_alone_wins_over_baseline);
         tcase_add_test(tc, test_mitigation_and_override);
         tcase_add_test(tc, test_inherit_uses_resolved_global);

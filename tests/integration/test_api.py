@@ -68,11 +68,12 @@ Units=broken.service
 Enabled=sometimes
 """
 
-PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'Override',
+PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'Override',
               'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status', 'PolicyDiagnostics')
 # The JSON key of each property (thpd-ctl status --json, show --json).
 JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
-             'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart', 'Override': 'override',
+             'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart',
+             'IsolatedServices': 'isolated_services', 'Override': 'override',
              'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
              'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics'}
 STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')

@@ -912,6 +912,67 @@ class SystemTest(unittest.TestCase):
         self.assertIn('The kernel did not take defrag=never', proc.stderr)
         self.assertEqual(HOST.diff(BASELINE), {})
 
+    def thp_enabled(self, c, unit):
+        """THP_enabled: of every process of the unit (as the manager lists them: the container's
+        cgroup tree is not at /sys/fs/cgroup/system.slice), PID to 0 or 1."""
+        out = c.run('busctl', '--json=short', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1',
+                    'org.freedesktop.systemd1.Manager', 'GetUnitProcesses', 's', unit).stdout
+        procs = [row[1] for row in json.loads(out)['data'][0]]
+        self.assertTrue(procs, f'{unit} has no processes')
+        return {int(pid): int(re.search(r'^THP_enabled:\s+(\d)', c.read(f'/proc/{pid}/status'), re.M).group(1))
+                for pid in procs}
+
+    def test_8_service_scope(self):
+        """Scope=service (issue 12): Debian's redis-server under a service-scoped never policy and
+        a batch unit under a global always one. thpd-generator wraps Redis's ExecStart= with
+        thpd-exec when apt's daemon-reload runs it: every Redis process reads THP_enabled: 0,
+        although Redis is told not to opt out itself (disable-thp no), the batch unit reads 1,
+        and the host's knob is always, from the batch policy alone."""
+        c = self.boot()
+        self.install_thpd(c)
+        # The admin's redis.conf replaces the vendor one (same name, higher directory).
+        c.write('/etc/thpd/policy.d/redis.conf',
+                '[Policy]\nDescription=Redis without THP for its own processes only\n'
+                'Units=redis-server.service redis-server@.service\nScope=service\n\n'
+                '[TransparentHugePages]\nEnabled=never\n')
+        c.write('/etc/thpd/policy.d/batch.conf',
+                '[Policy]\nUnits=thpd-system-test-batch.service\n\n[TransparentHugePages]\nEnabled=always\n')
+        c.write('/etc/systemd/system/thpd-system-test-batch.service',
+                '[Service]\nExecStart=/bin/sleep infinity\n')
+        self.assertEqual(self.ctl(c, 'verify').returncode, 0)
+        c.run('systemctl', 'reload', 'thpd')
+        # redis-server's postinst reloads systemd before it starts Redis: the generator sees it.
+        self.apt_install(c, 'redis-server')
+        dropin = c.read('/run/systemd/generator/redis-server.service.d/zz-thpd-scope.conf')
+        self.assertIn('ExecStart=/usr/lib/thpd/thpd-exec --thp=never -- /usr/bin/redis-server /etc/redis/redis.conf',
+                      dropin)
+        # Redis must not disable THP for itself, or THP_enabled: 0 would prove nothing about thpd.
+        c.sh('echo "disable-thp no" >> /etc/redis/redis.conf')
+        c.run('systemctl', 'restart', 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        self.assertEqual(c.run('redis-cli', 'config', 'get', 'disable-thp').stdout.split(), ['disable-thp', 'no'])
+        c.run('systemctl', 'start', 'thpd-system-test-batch')
+        self.wait_host(enabled='always')
+
+        redis = self.thp_enabled(c, 'redis-server.service')
+        batch = self.thp_enabled(c, 'thpd-system-test-batch.service')
+        log(f'THP_enabled: redis-server {redis}, batch {batch}, host enabled {host(ENABLED)}')
+        self.assertEqual(set(redis.values()), {0}, 'every Redis process is isolated by thpd-exec')
+        self.assertEqual(set(batch.values()), {1})
+        wait_until(lambda: self.show(c).get('IsolatedServices.redis-server.service.State') == 'isolated', DEADLINE,
+                   lambda: f'thpd to see Redis isolated: {self.show(c)}')
+        show = self.show(c)
+        self.assertEqual(show['IsolatedServices.redis-server.service.Policy'], 'redis.conf')
+        self.assertEqual(show['NeedsRestart'], '')
+        self.assertEqual(show['Knobs.enabled.Policy'], 'batch.conf')
+        self.assertIn('never  redis.conf for redis-server.service: isolated', self.ctl(c, 'explain', 'enabled').stdout)
+        self.assertIn('Isolated: redis-server.service THP never for its processes only', self.ctl(c, 'status').stdout)
+
+        # The scoped policy does not vote: without the batch unit the knob is the host's own.
+        c.run('systemctl', 'stop', 'thpd-system-test-batch')
+        self.wait_host(enabled=base(ENABLED))
+        self.assertEqual(set(self.thp_enabled(c, 'redis-server.service').values()), {0})
+
 
 # --- running ----------------------------------------------------------------------------------
 

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "log.h"
+#include "manager-isolation.h"
+#include "procfs.h"
+#include "util.h"
+
+#define SYSTEMD_SERVICE "org.freedesktop.systemd1"
+#define SYSTEMD_PATH "/org/freedesktop/systemd1"
+#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
+
+typedef struct IsolationCall {
+        Manager *manager;
+        char *unit;
+        unsigned stops;
+} IsolationCall;
+
+const char *isolation_state_to_string(IsolationState s) {
+        static const char *const names[_ISOLATION_STATE_MAX] = {
+                [ISOLATION_CHECKING] = "checking",
+                [ISOLATION_ISOLATED] = "isolated",
+                [ISOLATION_NOT_ISOLATED] = "not-isolated",
+                [ISOLATION_UNVERIFIED] = "unverified",
+        };
+
+        if (s < 0 || s >= _ISOLATION_STATE_MAX)
+                return NULL;
+        return names[s];
+}
+
+static void isolation_free(gpointer p) {
+        Isolation *i = p;
+
+        g_free(i->unit);
+        g_free(i->policy);
+        g_free(i->note);
+        g_free(i);
+}
+
+static void isolation_call_free(void *p) {
+        IsolationCall *c = p;
+
+        g_free(c->unit);
+        g_free(c);
+}
+
+void manager_isolation_init(Manager *m) {
+        m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, isolation_free);
+}
+
+void manager_isolation_free(Manager *m) {
+        g_clear_pointer(&m->isolation, g_hash_table_destroy);
+}
+
+static void set_state(Isolation *i, IsolationState state, char *note) {
+        if (i->state != state)
+                log_info("%s: %s for %s%s%s", i->unit, isolation_state_to_string(state), i->policy, note ? ": " : "",
+                         note ?: "");
+        i->state = state;
+        g_free(i->note);
+        i->note = note;
+}
+
+/* A process of the unit that has not reached the command yet: the helper itself before its
+ * prctl, or the service manager's child about to exec the helper, which systemd names after the
+ * last 8 characters of the binary in parentheses (rename_process_from_path()). */
+static bool is_helper_starting(const char *comm) {
+        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)");
+}
+
+/* Reads THP_enabled of each process in the reply: one that still has THP is enough to say the
+ * unit is not isolated. A Type=simple unit is active as soon as it forked, so its process may
+ * not have run thpd-exec's prctl yet: that one is about to isolate itself (or to log that it
+ * could not), and waiting for it would mean polling. */
+static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
+        const char *cgroup, *cmdline;
+        unsigned n = 0, unreadable = 0, starting = 0;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(sus)", &cgroup, &pid, &cmdline)) > 0) {
+                ProcThpStatus st;
+
+                if (procfs_read_thp_status(m->procfs_root, (pid_t) pid, &st) < 0) {
+                        /* Gone since the answer, or a kernel before 5.0. */
+                        unreadable++;
+                        continue;
+                }
+                n++;
+                if (st.thp_enabled && is_helper_starting(st.name)) {
+                        starting++;
+                        continue;
+                }
+                if (st.thp_enabled) {
+                        set_state(i, ISOLATION_NOT_ISOLATED,
+                                  g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before thpd-generator's "
+                                                  "drop-in took effect", pid, cmdline));
+                        return;
+                }
+        }
+        if (r < 0)
+                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot read its processes: %s", strerror(-r)));
+        else if (n == 0)
+                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("no process could be read (%u gone or without "
+                                                                   "THP_enabled:)", unreadable));
+        else if (starting > 0)
+                set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0, %u starting "
+                                                                 "through thpd-exec", n - starting, starting));
+        else
+                set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0", n));
+}
+
+static int on_processes_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        IsolationCall *c = userdata;
+        Manager *m = c->manager;
+        Isolation *i = g_hash_table_lookup(m->isolation, c->unit);
+
+        /* An answer about an earlier run of the unit, or about one that is gone. */
+        if (!i || i->stops != c->stops || i->state != ISOLATION_CHECKING)
+                return 0;
+        if (sd_bus_message_is_method_error(reply, NULL))
+                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("the service manager did not list its processes: %s",
+                                                                  sd_bus_message_get_error(reply)->message));
+        else
+                judge(m, i, reply);
+        manager_queue_apply(m);
+        return 0;
+}
+
+static void ask_processes(Manager *m, Isolation *i) {
+        sd_bus_slot *slot = NULL;
+        IsolationCall *c = g_new0(IsolationCall, 1);
+        int r;
+
+        *c = (IsolationCall) { .manager = m, .unit = g_strdup(i->unit), .stops = i->stops };
+        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses",
+                                     on_processes_reply, c, "s", i->unit);
+        if (r < 0) {
+                isolation_call_free(c);
+                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot ask for its processes: %s", strerror(-r)));
+                return;
+        }
+        sd_bus_slot_set_destroy_callback(slot, isolation_call_free);
+        sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+}
+
+const Isolation *manager_isolation_check(Manager *m, const Policy *p, const TrackedUnit *u) {
+        Isolation *i = g_hash_table_lookup(m->isolation, u->name);
+        char buf[24];
+
+        if (i && i->stops == u->stops && streq(i->policy, p->name) && i->mode == p->service_thp)
+                return i;
+
+        i = g_new0(Isolation, 1);
+        *i = (Isolation) {
+                .unit = g_strdup(u->name),
+                .policy = g_strdup(p->name),
+                .mode = p->service_thp,
+                .stops = u->stops,
+                .state = ISOLATION_CHECKING,
+        };
+        g_hash_table_replace(m->isolation, i->unit, i);
+
+        /* The kernel shows only the full disable: a madvise process looks like any other. */
+        if (!streq(knob_value_to_string(KNOB_ENABLED, p->service_thp, buf), "never"))
+                set_state(i, ISOLATION_UNVERIFIED,
+                          g_strdup("Enabled=madvise does not show in /proc/PID/status"));
+        else
+                /* Only now, with the unit running: GetUnitProcesses loads the unit it names, so it
+                 * is never asked in reaction to UnitNew/UnitRemoved (that looped with PID 1). */
+                ask_processes(m, i);
+        return i;
+}
+
+void manager_isolation_prune(Manager *m, GHashTable *wanted) {
+        GHashTableIter iter;
+        const char *unit;
+
+        g_hash_table_iter_init(&iter, m->isolation);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &unit, NULL))
+                if (!g_hash_table_contains(wanted, unit))
+                        g_hash_table_iter_remove(&iter);
+}
+
+static gint compare_isolation(gconstpointer a, gconstpointer b) {
+        return strcmp((*(Isolation *const *) a)->unit, (*(Isolation *const *) b)->unit);
+}
+
+GPtrArray *manager_isolation_list(Manager *m) {
+        GPtrArray *list = g_ptr_array_new();
+        GHashTableIter iter;
+        Isolation *i;
+
+        g_hash_table_iter_init(&iter, m->isolation);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &i))
+                g_ptr_array_add(list, i);
+        g_ptr_array_sort(list, compare_isolation);
+        return list;
+}
