@@ -64,6 +64,9 @@ class UsageTest(ApiTestCase):
         if mode not in ('madvise', 'always'):
             self.skipTest(f'the kernel\'s THP "enabled" is {mode or "absent"}: MADV_HUGEPAGE gets no huge pages')
         self.write_policy('hold.conf', POLICY)
+        # thpd gets the real /proc here, so its storm watcher would wake on the host's memory
+        # pressure (another workload) and fail the idle check: a trigger at 100 % never fires.
+        self.config_path.write_text('[Daemon]\n[Storm]\nPressurePercent=100\n')
 
     def start_holder(self):
         """Starts thp-hold.service; returns its main PID once it has touched its memory."""
