@@ -371,6 +371,14 @@ static void set_phase(StormKindState *ks, StormPhase phase, uint64_t now) {
         ks->phase_since_usec = now;
 }
 
+/* Whether a span that just grew by step has reached target: at the step whose end is nearest to
+ * it. Samples jitter around their schedule, and a span a hair short of its target must not wait
+ * a whole step more: with one-second windows that would double Window= and add a second to
+ * StormAfter=. */
+static bool reached(uint64_t span, uint64_t step, uint64_t target) {
+        return span + step / 2 >= target;
+}
+
 /* Returns +1 when the kind entered STORM, -1 when it went back to CALM from a storm. */
 static int advance_kind(const StormConfig *cfg, StormKindState *ks, bool hot, const StormFigures *f, uint64_t now) {
         uint64_t dur = f->window_usec;
@@ -385,7 +393,7 @@ static int advance_kind(const StormConfig *cfg, StormKindState *ks, bool hot, co
                         return 0;
                 }
                 ks->hot_usec = ks->phase == STORM_PHASE_CALM ? dur : ks->hot_usec + dur;
-                if (ks->hot_usec < cfg->storm_after_usec) {
+                if (!reached(ks->hot_usec, dur, cfg->storm_after_usec)) {
                         if (ks->phase != STORM_PHASE_SUSPECT)
                                 set_phase(ks, STORM_PHASE_SUSPECT, now);
                         return 0;
@@ -408,7 +416,7 @@ static int advance_kind(const StormConfig *cfg, StormKindState *ks, bool hot, co
                         return 0;
                 }
                 ks->cool_usec = ks->phase == STORM_PHASE_STORM ? dur : ks->cool_usec + dur;
-                if (ks->cool_usec < cfg->cool_after_usec) {
+                if (!reached(ks->cool_usec, dur, cfg->cool_after_usec)) {
                         if (ks->phase != STORM_PHASE_COOLING)
                                 set_phase(ks, STORM_PHASE_COOLING, now);
                         return 0;
@@ -501,7 +509,7 @@ StormChanges storm_classify(const StormConfig *cfg, StormState *state, const Sto
         quiet = interval_is_quiet(cfg, &interval);
 
         deltas_add(&state->window, &d);
-        if (state->window.duration_usec >= cfg->window_usec) {
+        if (reached(state->window.duration_usec, d.duration_usec, cfg->window_usec)) {
                 StormFigures f;
 
                 figures_from_deltas(&state->window, &f);
