@@ -317,6 +317,7 @@ static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
                 .compact_fails_per_sec = (double) v->compact_fail / secs,
                 .compact_fail_ratio = ratio(v->compact_fail, v->compact_fail + v->compact_success),
                 .compact_scanned_per_sec = (double) (v->compact_migrate_scanned + v->compact_free_scanned) / secs,
+                .thp_faults_per_sec = (double) (v->thp_fault_alloc + v->thp_fault_fallback) / secs,
                 .thp_fault_fallback_per_sec = (double) v->thp_fault_fallback / secs,
                 .thp_fault_fallback_ratio = ratio(v->thp_fault_fallback, v->thp_fault_alloc + v->thp_fault_fallback),
                 .thp_collapse_failed_per_sec = (double) v->thp_collapse_alloc_failed / secs,
@@ -340,8 +341,12 @@ static bool kind_is_hot(const StormConfig *cfg, StormKind kind, const StormFigur
                         return false;
                 /* Many failed stalls a second are a storm by themselves: each one is a fault that
                  * waited for nothing. PSI cannot gate this: the storm recorded in
-                 * tests/data/storm/ kept memory "some" at 1-2 %, since every stall is short. */
-                if (f->compact_fails_per_sec >= cfg->compact_fails_per_sec)
+                 * tests/data/storm/ kept memory "some" at 1-2 %, since every stall is short. Only
+                 * as many of them count as there were THP faults: page cache and other high-order
+                 * allocations compact too (filling memory with page cache, recorded there, failed
+                 * 10-30 times a second without a THP fault), and softer THP knobs cannot help
+                 * them. */
+                if (MIN(f->compact_fails_per_sec, f->thp_faults_per_sec) >= cfg->compact_fails_per_sec)
                         return true;
                 /* Fewer of them count once tasks are seen waiting on memory. Without PSI (psi=0)
                  * the stall figures have to do on their own. */

@@ -47,7 +47,8 @@ StormAction storm_action_from_string(const char *s);
  *
  * Action=log|mitigate            (log) log/signal only, or also vote for softer knobs
  * FailRatio=RATIO                (0.5) compact_fail / (compact_fail + compact_success) above this
- * CompactFailsPerSec=RATE        (10) failed direct compactions per second: hot on their own
+ * CompactFailsPerSec=RATE        (10) failed direct compactions (as many as THP faults) per second:
+ *                                hot on their own
  * CompactStallsPerSec=RATE       (1) direct compaction stalls per second: hot with pressure
  * PressurePercent=PERCENT        (10) PSI memory "some" over a window, for the path above
  * KthreadCpuPercent=PERCENT      (25) CPU of khugepaged, or of all kcompactd threads together
@@ -128,6 +129,7 @@ typedef struct StormFigures {
         double compact_fails_per_sec;
         double compact_fail_ratio;            /* 0 when no compaction finished */
         double compact_scanned_per_sec;       /* migrate + free scanner pages */
+        double thp_faults_per_sec;            /* PMD-sized THP faults: alloc + fallback */
         double thp_fault_fallback_per_sec;
         double thp_fault_fallback_ratio;      /* fallback / (alloc + fallback); 0 without faults */
         double thp_collapse_failed_per_sec;

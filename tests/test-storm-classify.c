@@ -168,6 +168,7 @@ typedef struct Load {
         double psi_percent;
         double khugepaged_percent;
         double kcompactd_percent;
+        bool other_orders;      /* the stalls are not THP faults (page cache, other high orders) */
 } Load;
 
 static const Load calm_load = { .stalls_per_sec = 0, .psi_percent = 1 };
@@ -192,7 +193,8 @@ static void gen_advance(StormSample *s, uint64_t dt_usec, const Load *l) {
         s->vmstat.compact_stall += stalls;
         s->vmstat.compact_fail += fail;
         s->vmstat.compact_success += stalls - fail;
-        s->vmstat.thp_fault_fallback += stalls / 2;
+        if (!l->other_orders)
+                s->vmstat.thp_fault_fallback += stalls / 2;
         s->psi_memory_some_usec += (uint64_t) llround(l->psi_percent / 100.0 * (double) dt_usec);
         s->khugepaged_cpu_usec += (uint64_t) llround(l->khugepaged_percent / 100.0 * (double) dt_usec);
         s->kcompactd_cpu_usec += (uint64_t) llround(l->kcompactd_percent / 100.0 * (double) dt_usec);
@@ -539,6 +541,9 @@ END_TEST
 START_TEST(test_pressure_condition) {
         /* The recorded storm's shape: many failed stalls, hardly any PSI (each stall is short). */
         const Load failing_unfelt = { .stalls_per_sec = 40, .fail_ratio = 0.95, .psi_percent = 1.5 };
+        /* The same without THP faults: page cache filling memory, say. */
+        const Load failing_other_orders = { .stalls_per_sec = 40, .fail_ratio = 0.95, .psi_percent = 1.5,
+                                            .other_orders = true };
         /* A few failed stalls a second: a storm only when tasks are seen waiting on memory. */
         const Load few_failing = { .stalls_per_sec = 5, .fail_ratio = 0.9, .psi_percent = 2 };
         const Load few_failing_felt = { .stalls_per_sec = 5, .fail_ratio = 0.9, .psi_percent = 30 };
@@ -556,6 +561,11 @@ START_TEST(test_pressure_condition) {
         ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 1);
         ck_assert_double_lt(st.kinds[STORM_KIND_DIRECT_COMPACTION].trip.psi_memory_some_percent, cfg.pressure_percent);
         ck_assert_double_ge(st.kinds[STORM_KIND_DIRECT_COMPACTION].trip.compact_fails_per_sec, cfg.compact_fails_per_sec);
+
+        storm_state_init(&st);
+        trace_init(&t);
+        gen_run(&cfg, &st, &s, 60, &failing_other_orders, &t);
+        ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 0);
 
         storm_state_init(&st);
         trace_init(&t);
