@@ -217,6 +217,11 @@ static void gen_run(const StormConfig *cfg, StormState *st, StormSample *s, unsi
 /* ... and the last second that did. */
 #define RECORDED_STORM_END (T0 + 48000 * 1000)
 #define RECORDED_SPIKE "recorded-spike.txt"
+static const char *const recorded_ordinary[] = {
+        "recorded-page-cache-churn.txt",
+        "recorded-compile.txt",
+        "recorded-jvm-heap.txt",
+};
 /* The figure: a sustained storm is detected, and mitigated, within this of its onset. */
 #define DETECT_WITHIN (5 * SEC)
 
@@ -350,6 +355,34 @@ START_TEST(test_recorded_spike) {
         /* It was hot, though: the hysteresis is what kept it from being a storm. */
         ck_assert_uint_ge(t.n_phases[STORM_KIND_DIRECT_COMPACTION], 2);
         ck_assert_int_eq(t.phases[STORM_KIND_DIRECT_COMPACTION][1], STORM_PHASE_SUSPECT);
+}
+END_TEST
+
+START_TEST(test_recorded_ordinary) {
+        const char *name = recorded_ordinary[_i];
+        g_autoptr(GArray) samples = load_recording(name);
+        StormConfig cfg;
+        StormState st;
+        Trace t;
+
+        storm_config_init_defaults(&cfg);
+        cfg.action = STORM_ACTION_MITIGATE;
+
+        for (unsigned watcher = 0; watcher < 2; watcher++) {
+                storm_state_init(&st);
+                trace_init(&t);
+                if (watcher)
+                        replay_watcher(&cfg, &st, samples, &t);
+                else
+                        replay(&cfg, &st, samples, &t);
+
+                ck_assert_uint_eq(t.ignored, 0);
+                for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
+                        ck_assert_msg(t.detected[k] == 0, "%s: a %s storm", name, storm_kind_to_string(k));
+                ck_assert_uint_eq(t.n_levels, 0);
+        }
+        /* The workload did press on memory: the watcher woke for it. */
+        ck_assert_uint_gt(t.runs, 0);
 }
 END_TEST
 
@@ -927,6 +960,7 @@ int main(void) {
         tcase_add_test(recordings, test_recorded_storm);
         tcase_add_test(recordings, test_recorded_storm_sampled_throughout);
         tcase_add_test(recordings, test_recorded_spike);
+        tcase_add_loop_test(recordings, test_recorded_ordinary, 0, ELEMENTSOF(recorded_ordinary));
         tcase_add_test(recordings, test_counter_reset_recording);
         suite_add_tcase(s, recordings);
 
