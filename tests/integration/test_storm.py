@@ -353,7 +353,8 @@ class DirectCompactionTest(StormTestCase):
                           'storm duration')
         self.assertEqual(self.busctl_property('StormState'), 'calm')
         self.assertRegex(self.ctl('status'), r'\n  Storms: +calm \(action: log\)\n')
-        daemon.wait_log(r'Direct compaction storm cleared after \d+s: ')
+        # The storm lasted about CoolAfter=1s, which the sample nearest to it ends: maybe 999ms.
+        daemon.wait_log(r'Direct compaction storm cleared after \d+m?s: ')
         self.assertEqual(len(self.monitor.named('StormDetected')), 1)
         self.assertEqual(self.monitor.named('Applied'), [], 'Action=log applied something')
         self.assertEqual(self.read_knobs(thpdtest.THP_DEFAULTS), knobs_before)
