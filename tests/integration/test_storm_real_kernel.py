@@ -26,15 +26,15 @@ the mlock, 30-45 stalls a second fail almost all (the storm of outcomes-measured
 in tests/data/storm/recorded-storm.txt), yet PSI memory "some" stays around 1-2 % (the stalls
 are short; no task waits long). The default thresholds are made for that: CompactFailsPerSec=10
 makes such windows hot whatever the pressure (counting no more failures than THP faults), and
-the PSI trigger wakes thpd at 0.2 % of 2 s.
-So the detection thresholds, Window=1s and StormAfter=3s are the defaults here, and the test
+the PSI trigger wakes thpd at 0.2 % of 2 s. So the detection thresholds, Window=1s and
+StormAfter=3s are the defaults here, and the test
 asserts the issue's figure: detected (and mitigated) within 5 s of the first second the kernel's
 counters show as hot. Only the clearing side is shortened (CoolAfter=, HoldDown=).
 
 What is decided from the kernel's own counters: this process computes, per second, the
-figures thpd compares with its thresholds. If the kernel never showed two consecutive seconds
-that pass them (the fragmentation did not take on this machine), the test is skipped with
-those figures; if it did and thpd reported nothing, the test fails.
+figures thpd compares with its thresholds. If the kernel never showed four consecutive seconds
+that pass them (StormAfter= and one more; the fragmentation did not take on this machine), the
+test is skipped with those figures; if it did and thpd reported nothing, the test fails.
 
 Skipped, with the reason, when not root, when /sys is read-only, without PSI, when the machine
 has less than 12 GiB of memory or swap is on, or when THPD_SKIP_REAL_KERNEL is set. Takes
