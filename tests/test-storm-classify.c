@@ -15,7 +15,7 @@
 typedef struct Trace {
         unsigned detected[_STORM_KIND_MAX], cleared[_STORM_KIND_MAX];
         uint64_t detected_at[_STORM_KIND_MAX], cleared_at[_STORM_KIND_MAX];
-        StormPhase phases[_STORM_KIND_MAX][16]; /* the distinct phases each kind went through */
+        StormPhase phases[_STORM_KIND_MAX][64]; /* the distinct phases each kind went through */
         unsigned n_phases[_STORM_KIND_MAX];
         unsigned ignored, windows, runs;
         unsigned levels[16];                    /* mitigation level after each change */
@@ -221,6 +221,7 @@ static const char *const recorded_ordinary[] = {
         "recorded-page-cache-churn.txt",
         "recorded-compile.txt",
         "recorded-jvm-heap.txt",
+        "recorded-jvm-heap-large.txt",
 };
 /* The figure: a sustained storm is detected, and mitigated, within this of its onset. */
 #define DETECT_WITHIN (5 * SEC)

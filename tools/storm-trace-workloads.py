@@ -10,9 +10,10 @@ KIND is one of:
   compile  page cache filled first (a sparse file of MemAvailable read once), then clean
            builds of thpd itself (meson, ninja -j2) one after the other
   heap     page cache filled first, then a JVM (OpenJDK, G1, -XX:+UseTransparentHugePages so
-           the heap is madvised) whose live set grows to about 6 GiB with short-lived garbage
-           beside it and drops half of it every 20 s; the heap shrinks after GCs
-           (-XX:G1PeriodicGCInterval, MaxHeapFreeRatio) and grows again, faulting huge pages
+           the heap is madvised) whose live set grows by about 128 MiB/s to 6 GiB at most,
+           with as much short-lived garbage beside it, and drops half of it every 30 s; the
+           heap shrinks after GCs (-XX:G1PeriodicGCInterval, MaxHeapFreeRatio) and grows
+           again, faulting huge pages
   storm    the storm of tests/integration/test_storm_real_kernel.py, without thpd: memory
            fragmented and mlocked by thp_fragment.py with vm.compact_unevictable_allowed=0
            (restored at the end), then a 2 s burst of MADV_HUGEPAGE faults, then 40 s of them
@@ -55,21 +56,21 @@ public class HeapChurn {
         long liveMax = 6L << 30, live = 0;
         ArrayList<byte[]> kept = new ArrayList<>();
         Random rng = new Random(1);
-        long end = System.nanoTime() + seconds * 1_000_000_000L, nextDrop = System.nanoTime() + 20_000_000_000L;
+        long end = System.nanoTime() + seconds * 1_000_000_000L, nextDrop = System.nanoTime() + 30_000_000_000L;
         long sink = 0;
         while (System.nanoTime() < end) {
-            // 64 MiB/s kept until the live set is full, 192 MiB/s of garbage beside it.
+            // About 128 MiB/s kept until the live set is full, as much garbage beside it.
             for (int i = 0; i < 16; i++) {
                 byte[] b = new byte[1 << 20];
                 b[rng.nextInt(b.length)] = 1;
-                if (i % 4 == 0 && live < liveMax) { kept.add(b); live += b.length; }
+                if (i % 2 == 0 && live < liveMax) { kept.add(b); live += b.length; }
                 sink += b[0];
             }
             if (System.nanoTime() > nextDrop) {
                 int n = kept.size() / 2;
                 kept.subList(0, n).clear();
                 live -= (long) n << 20;
-                nextDrop = System.nanoTime() + 20_000_000_000L;
+                nextDrop = System.nanoTime() + 30_000_000_000L;
                 System.err.println("dropped half of the live set, " + (live >> 20) + " MiB live");
             }
             Thread.sleep(60);
