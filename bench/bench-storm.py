@@ -13,8 +13,8 @@ How to run (as root):
     /usr/bin/python3 -B bench/bench-storm.py --thpd build/src/thpd --thpd-ctl build/src/thpd-ctl
     /usr/bin/python3 -B bench/bench-storm.py ... --fp-minutes 1 --idle-seconds 10 --reps 1   # smoke run
 
-The full run takes about 20 minutes: 10 for the false positives, the rest mostly the latency
-runs with the default thresholds (a storm is declared after StormAfter=30s).
+The full run takes about 16 minutes: 10 for the false positives, 2 for the recorded storm
+replayed, the rest the latency and calm runs.
 
 Set-up (tests/integration/thpdtest.py and test_storm.py, imported unchanged)
     A private systemd --user manager with its own session bus (thpdtest.Stack), and each thpd
@@ -28,16 +28,23 @@ Phase 1, detection latency (scratch procfs)
     switches to test_storm.COMPACTION_STORM at t0: 40 compaction stalls/s, 95 % of them
     failing, PSI memory "some" 30 %. Latency is the receipt of StormDetected minus t0, so it
     includes StormAfter=; the table gives it and the part beyond StormAfter=, which is what
-    the target (under 3 s) is about. Three configurations:
-      - the default thresholds (Window=10s, StormAfter=30s, SampleInterval=1s);
-      - StormAfter=0 with the default Window=: one hot window is enough;
+    the target (under 3 s) is about. Two configurations:
+      - the default thresholds (Window=1s, StormAfter=3s, SampleInterval=1s);
       - the floor: Window=1s, StormAfter=0, SampleInterval=100ms.
     A scratch file cannot carry a PSI trigger, so every configuration sets IdlePollInterval=
     (250 ms; 100 ms for the floor) to stand in for the trigger's wake-up. On the real kernel the
-    trigger wakes thpd once stalls reach PressurePercent= of a 2 s window (10 % of 2 s at the
-    default: about 0.7 s into a 30 % storm) and the first window starts then; here windows run
-    continuously, so a window that began before t0 can already count as hot, and the part
-    beyond StormAfter= can be negative.
+    trigger wakes thpd once tasks stall on memory for 0.2 % of a 2 s window (4 ms) and the
+    first window starts then; here windows run continuously, so a window that began before t0
+    can already count as hot, and the part beyond StormAfter= can be negative.
+
+Phase 1b, the recorded storm (scratch procfs, default thresholds, Action=mitigate)
+    tests/data/storm/recorded-storm.txt, the real direct-compaction storm of
+    tools/storm-trace-workloads.py storm (its header says how and where), is played into the
+    scratch procfs at its own pace, counters interpolated between its 1 Hz samples every 20 ms,
+    from 20 s (plus a random fraction of a second) before the onset its header names. Measured:
+    StormDetected and the Applied signal that wrote defrag=defer, each minus the onset (target:
+    both under 5 s), and, from the trace itself, when the PSI trigger's level was reached. The
+    same IdlePollInterval=250ms stands in for the trigger.
 
 Phase 2, false positives (real /proc, default thresholds, --fp-minutes, default 10)
     thpd --procfs=/proc: a real PSI trigger wakes it. Meanwhile an ordinary workload runs on
@@ -75,6 +82,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -98,16 +106,22 @@ WORK_DIR = Path('/var/tmp')
 
 # (label, [Storm] settings, StormAfter in s, Window in s, share of --reps)
 LATENCY_CONFIGS = (
-    ('default thresholds', {'IdlePollInterval': '250ms'}, 30.0, 10.0, 0.3),
-    ('StormAfter=0, default Window=10s', {'StormAfter': '0', 'IdlePollInterval': '250ms'}, 0.0, 10.0, 0.5),
+    ('default thresholds', {'IdlePollInterval': '250ms'}, 3.0, 1.0, 0.5),
     ('floor: Window=1s, StormAfter=0, SampleInterval=100ms',
      {'Window': '1s', 'StormAfter': '0', 'SampleInterval': '100ms', 'IdlePollInterval': '100ms'}, 0.0, 1.0, 1.0),
 )
 # The default thresholds, for the worst-window comparison (storm-classify.h).
+DEFAULT_FAILS_PER_SEC = 10.0
 DEFAULT_STALLS_PER_SEC = 1.0
 DEFAULT_FAIL_RATIO = 0.5
 DEFAULT_PRESSURE_PERCENT = 10.0
-DEFAULT_WINDOW = 10
+DEFAULT_WINDOW = 1
+# The PSI trigger's level (STORM_WAKE_PERCENT in storm-classify.h): 0.2 % of a 2 s window.
+WAKE_STALL_USEC = 4_000
+WAKE_WINDOW = 2.0
+TRACE = SOURCE_ROOT / 'tests' / 'data' / 'storm' / 'recorded-storm.txt'
+TARGET_FROM_ONSET = 5.0
+REPLAY_BEFORE_ONSET = 20.0
 
 
 class BenchError(Exception):
@@ -128,6 +142,99 @@ def kill_with_parent():
     """preexec_fn: the child dies with this process."""
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def load_trace(path):
+    """(rows as dicts of the columns, the storm onset in trace seconds) of a recorded trace."""
+    header, rows, onset = None, [], None
+    for line in path.read_text().splitlines():
+        if line.startswith('#'):
+            m = re.search(r'onset at t_ms=(\d+)', line)
+            if m:
+                onset = int(m.group(1)) / 1000
+        elif line:
+            if header is None:
+                header = line.split()
+            else:
+                rows.append(dict(zip(header, (int(v) for v in line.split()))))
+    if onset is None:
+        raise BenchError(f'{path} names no onset ("onset at t_ms=")')
+    return rows, onset
+
+
+def trace_wake(rows, onset):
+    """Seconds after the onset at which the trace's memory "some" stall over the last 2 s first
+    reached the PSI trigger's level, at the trace's 1 s resolution; None if never."""
+    for i, row in enumerate(rows):
+        t = row['t_ms'] / 1000
+        if t < onset:
+            continue
+        earlier = [r for r in rows[:i] if t - r['t_ms'] / 1000 <= WAKE_WINDOW + 0.1]
+        if earlier and row['psi_memory_some_usec'] - earlier[0]['psi_memory_some_usec'] >= WAKE_STALL_USEC:
+            return t - onset
+    return None
+
+
+class TraceReplay:
+    """Plays a recorded trace into a scratch procfs at its own pace: like test_storm.FakeKernel,
+    every 20 ms, with each counter interpolated between the trace's 1 s samples, and khugepaged
+    and kcompactd0 as fake kernel threads with the trace's CPU times. start() writes the sample
+    at trace time begin, and returns the CLOCK_MONOTONIC time that stands for it."""
+
+    TICK = 0.02
+    THREADS = {test_storm.KHUGEPAGED_PID: ('khugepaged', 'khugepaged_cpu_usec'),
+               test_storm.KCOMPACTD_PID: ('kcompactd0', 'kcompactd_cpu_usec')}
+
+    def __init__(self, procfs, rows, begin):
+        self.procfs = Path(procfs)
+        self.rows = rows
+        self.begin = begin
+        self.started = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        (self.procfs / 'pressure').mkdir(exist_ok=True)
+
+    def start(self):
+        self.started = time.monotonic()
+        self._write(self.begin)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def _run(self):
+        while not self._stop.wait(self.TICK):
+            self._write(self.begin + time.monotonic() - self.started)
+
+    def _at(self, t):
+        """The trace's counters at trace time t, interpolated; the last sample after its end."""
+        ms = t * 1000
+        for a, b in zip(self.rows, self.rows[1:]):
+            if a['t_ms'] <= ms < b['t_ms']:
+                f = (ms - a['t_ms']) / (b['t_ms'] - a['t_ms'])
+                return {k: a[k] + (b[k] - a[k]) * f for k in a}
+        return self.rows[-1] if ms >= self.rows[-1]['t_ms'] else self.rows[0]
+
+    def _write(self, t):
+        v = self._at(t)
+        vmstat = [f'{name} {int(v[name])}\n' for name in thpdtest.VMSTAT_COUNTERS if name in v]
+        vmstat.append(f'allocstall_normal {int(v["allocstall"])}\n')
+        test_storm.FakeKernel._replace(self.procfs / 'vmstat', ''.join(vmstat))
+        test_storm.FakeKernel._replace(self.procfs / 'pressure' / 'memory',
+                                       f'some avg10=0.00 avg60=0.00 avg300=0.00 total={int(v["psi_memory_some_usec"])}\n'
+                                       f'full avg10=0.00 avg60=0.00 avg300=0.00 total={int(v["psi_memory_full_usec"])}\n')
+        for pid, (comm, column) in self.THREADS.items():
+            directory = self.procfs / str(pid)
+            directory.mkdir(exist_ok=True)
+            ticks = int(v[column] * test_storm.CLK_TCK / 1e6)
+            test_storm.FakeKernel._replace(
+                directory / 'stat',
+                f'{pid} ({comm}) S 2 0 0 0 -1 {test_storm.KTHREAD_FLAGS} 0 0 0 0 0 {ticks} 0 0 20 0 1 0 27 0 0 '
+                '18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 1 0 0 0\n')
+            test_storm.FakeKernel._replace(directory / 'comm', f'{comm}\n')
 
 
 class Run:
@@ -167,11 +274,13 @@ class Bench:
         self.stack = thpdtest.Stack()
         self.stack.start()
 
-    def start_thpd(self, settings, real_procfs=False, log_level='info'):
+    def start_thpd(self, settings, real_procfs=False, log_level='info', play=None):
+        """play: procfs -> a started fake kernel for the scratch procfs (test_storm.FakeKernel
+        by default)."""
         self.runs += 1
         d = self.dir / f'run-{self.runs}'
         kernel = thpdtest.ScratchKernel(d / 'kernel')
-        fake = None if real_procfs else test_storm.FakeKernel(kernel.procfs).start()
+        fake = None if real_procfs else (play or (lambda procfs: test_storm.FakeKernel(procfs).start()))(kernel.procfs)
         (d / 'policy.d').mkdir()
         config = d / 'thpd.conf'
         config.write_text('[Storm]\n' + ''.join(f'{k}={v}\n' for k, v in settings.items()))
@@ -188,6 +297,34 @@ class Bench:
                 fake.stop()
             raise
         return Run(daemon, monitor, fake)
+
+    # Phase 1b
+
+    def trace_phase(self):
+        rows, onset = load_trace(TRACE)
+        reps = max(1, round(self.args.reps * 0.3))
+        detected, mitigated = [], []
+        print(f'latency, {TRACE.name} replayed at the defaults: {reps} run(s) ...', flush=True)
+        for _ in range(reps):
+            begin = onset - REPLAY_BEFORE_ONSET - random.uniform(0, 1)
+            run = self.start_thpd({'Action': 'mitigate', 'IdlePollInterval': '250ms'},
+                                  play=lambda procfs: TraceReplay(procfs, rows, begin).start())
+            try:
+                at_onset = run.fake.started + (onset - begin)
+                event = run.monitor.wait_for('StormDetected', timeout=REPLAY_BEFORE_ONSET + 30)
+                if event['kind'] != 'direct-compaction':
+                    raise BenchError(f'StormDetected for {event["kind"]}, expected direct-compaction')
+                if event['received'] < at_onset:
+                    raise BenchError(f'StormDetected {at_onset - event["received"]:.1f} s before the onset')
+                applied = run.monitor.wait_for('Applied', timeout=5)
+                if applied['changes'] != [{'knob': 'defrag', 'old': 'madvise', 'new': 'defer',
+                                           'reason': 'storm mitigation'}]:
+                    raise BenchError(f'unexpected mitigation: {applied["changes"]}')
+                detected.append(event['received'] - at_onset)
+                mitigated.append(applied['received'] - at_onset)
+            finally:
+                run.close()
+        return dict(detected=detected, mitigated=mitigated, wake=trace_wake(rows, onset))
 
     # Phase 1
 
@@ -367,9 +504,17 @@ def worst_window(samples, seconds):
     return best
 
 
-def report(args, latency, fp, idle_real, idle_poll):
+def report(args, latency, trace, fp, idle_real, idle_poll):
     tck = os.sysconf('SC_CLK_TCK')
     rows = [('measurement', 'measured', 'target', 'result')]
+
+    for what, samples in (('detected', trace['detected']), ('mitigated (defrag=defer written)', trace['mitigated'])):
+        rows.append((f'recorded storm replayed at the defaults: {what}, after the onset',
+                     f'n={len(samples)}  min {min(samples):.2f}  median {percentile(samples, 50):.2f}  '
+                     f'max {max(samples):.2f} s', f'< {TARGET_FROM_ONSET:g} s',
+                     'PASS' if max(samples) < TARGET_FROM_ONSET else 'MISS'))
+    rows.append(('  PSI trigger level (4 ms of 2 s) reached in the trace, after the onset',
+                 'never' if trace['wake'] is None else f'{trace["wake"]:.0f} s (1 s resolution)', '', ''))
 
     for label, storm_after, samples in latency:
         beyond = [s - storm_after for s in samples]
@@ -396,8 +541,9 @@ def report(args, latency, fp, idle_real, idle_poll):
                      f'{100 * (last["psi_some_usec"] - first["psi_some_usec"]) / (dt * 1e6):.2f}%', '', ''))
         worst = worst_window(fp['samples'], DEFAULT_WINDOW)
         if worst:
-            rows.append((f'  worst {DEFAULT_WINDOW} s of it (thresholds: {DEFAULT_STALLS_PER_SEC:g}/s, '
-                         f'>{DEFAULT_FAIL_RATIO:g}, {DEFAULT_PRESSURE_PERCENT:g}%)',
+            rows.append((f'  worst {DEFAULT_WINDOW} s of it (thresholds: failing >{DEFAULT_FAIL_RATIO:g} and '
+                         f'{DEFAULT_FAILS_PER_SEC:g} failed/s, or {DEFAULT_STALLS_PER_SEC:g} stalls/s with '
+                         f'{DEFAULT_PRESSURE_PERCENT:g}% PSI)',
                          f'{worst[0]:.1f} stalls/s, {100 * worst[1]:.0f}% failed, PSI some {worst[2]:.2f}%', '', ''))
 
     for label, idle, target in (('real /proc, PSI trigger', idle_real, True),
@@ -422,6 +568,8 @@ def report(args, latency, fp, idle_real, idle_poll):
     print(f'thpd: {version.stdout.strip()} ({args.thpd}), source {commit.stdout.strip() or "?"}')
     for label, storm_after, samples in latency:
         print(f'latency samples, {label}: ' + ', '.join(f'{s:.2f}' for s in samples))
+    print(f'recorded storm ({TRACE.name}), detected: ' + ', '.join(f'{s:.2f}' for s in trace['detected'])
+          + '; mitigated: ' + ', '.join(f'{s:.2f}' for s in trace['mitigated']))
     if fp:
         for event in fp['detected']:
             print(f'false positive: {json.dumps(event)}')
@@ -443,8 +591,8 @@ def parse_args(argv):
     parser.add_argument('--thpd', type=Path, default=Path(os.environ.get('THPD_BIN') or build / 'thpd'))
     parser.add_argument('--thpd-ctl', type=Path, default=Path(os.environ.get('THPD_CTL_BIN') or build / 'thpd-ctl'))
     parser.add_argument('--reps', type=int, default=10,
-                        help='latency runs of the floor configuration; half as many with StormAfter=0, '
-                             'a third with the defaults (default 10)')
+                        help='latency runs of the floor configuration; half as many with the defaults, '
+                             'a third with the recorded storm (default 10)')
     parser.add_argument('--fp-minutes', type=float, default=10.0,
                         help='false-positive run length, 0 to skip (default 10)')
     parser.add_argument('--fp-resident-percent', type=float, default=50.0,
@@ -484,6 +632,7 @@ def main(argv=None):
     try:
         bench.start_stack()
         latency = bench.latency_phase()
+        trace = bench.trace_phase()
         if args.fp_minutes > 0:
             print(f'false positives: {args.fp_minutes:g} min of ordinary workload ...', flush=True)
             fp = bench.false_positive_phase()
@@ -495,7 +644,7 @@ def main(argv=None):
         return 1
     finally:
         bench.close()
-    report(args, latency, fp, idle_real, idle_poll)
+    report(args, latency, trace, fp, idle_real, idle_poll)
     return 0
 
 

@@ -46,12 +46,14 @@ StormAction storm_action_from_string(const char *s);
 /* [Storm] in thpd.conf. The same text, in man page form, is man/thpd.conf-storm.txt.
  *
  * Action=log|mitigate            (log) log/signal only, or also vote for softer knobs
- * CompactStallsPerSec=RATE       (1) direct compaction stalls per second over a window
  * FailRatio=RATIO                (0.5) compact_fail / (compact_fail + compact_success) above this
- * PressurePercent=PERCENT        (10) PSI memory "some" over a window; also the wake-up trigger
+ * CompactFailsPerSec=RATE        (10) failed direct compactions (as many as THP faults) per second:
+ *                                hot on their own
+ * CompactStallsPerSec=RATE       (1) direct compaction stalls per second: hot with pressure
+ * PressurePercent=PERCENT        (10) PSI memory "some" over a window, for the path above
  * KthreadCpuPercent=PERCENT      (25) CPU of khugepaged, or of all kcompactd threads together
- * Window=DURATION                (10s) the span the rates above are averaged over
- * StormAfter=DURATION            (30s) consecutive hot windows before a storm is declared
+ * Window=DURATION                (1s) the span the rates above are averaged over
+ * StormAfter=DURATION            (3s) consecutive hot windows before a storm is declared
  * CoolAfter=DURATION             (60s) consecutive calm windows before it is cleared
  * EscalateAfter=DURATION         (2min) a storm outlasting a mitigation step gets the next one
  * HoldDown=DURATION              (10min) a mitigation step stays at least this long
@@ -60,12 +62,13 @@ StormAction storm_action_from_string(const char *s);
  * IdlePollInterval=DURATION      (10s) look this often when PSI triggers are unavailable */
 
 #define STORM_DEFAULT_ACTION STORM_ACTION_LOG
-#define STORM_DEFAULT_COMPACT_STALLS_PER_SEC 1.0
 #define STORM_DEFAULT_FAIL_RATIO 0.5
+#define STORM_DEFAULT_COMPACT_FAILS_PER_SEC 10.0
+#define STORM_DEFAULT_COMPACT_STALLS_PER_SEC 1.0
 #define STORM_DEFAULT_PRESSURE_PERCENT 10.0
 #define STORM_DEFAULT_KTHREAD_CPU_PERCENT 25.0
-#define STORM_DEFAULT_WINDOW_USEC (10 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_STORM_AFTER_USEC (30 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_WINDOW_USEC (1 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_STORM_AFTER_USEC (3 * STORM_USEC_PER_SEC)
 #define STORM_DEFAULT_COOL_AFTER_USEC (60 * STORM_USEC_PER_SEC)
 #define STORM_DEFAULT_ESCALATE_AFTER_USEC (120 * STORM_USEC_PER_SEC)
 #define STORM_DEFAULT_HOLD_DOWN_USEC (600 * STORM_USEC_PER_SEC)
@@ -75,8 +78,9 @@ StormAction storm_action_from_string(const char *s);
 
 typedef struct StormConfig {
         StormAction action;
-        double compact_stalls_per_sec;
         double fail_ratio;             /* 0..1 */
+        double compact_fails_per_sec;
+        double compact_stalls_per_sec;
         double pressure_percent;       /* 0..100 */
         double kthread_cpu_percent;    /* of one CPU */
         uint64_t window_usec;
@@ -89,7 +93,15 @@ typedef struct StormConfig {
         uint64_t idle_poll_interval_usec;
 } StormConfig;
 
+/* The level of the PSI trigger that wakes the watcher, in percent of its window (4 ms of 2 s):
+ * far below PressurePercent=, because the recorded compaction storm kept memory "some" at 1-2 %
+ * (4.4 ms in its first second) and only a wake-up lets the failed stalls be counted. Ordinary
+ * pressure wakes the watcher too; it then samples once a second until it is quiet again. */
+#define STORM_WAKE_PERCENT 0.2
+
 void storm_config_init_defaults(StormConfig *cfg);
+/* STORM_WAKE_PERCENT, or PressurePercent= when that is lower. */
+double storm_config_wake_percent(const StormConfig *cfg);
 /* Sets one [Storm] key from thpd.conf. -ENOENT for an unknown key, -EINVAL for a value that does
  * not parse, -ERANGE for one outside the key's range; cfg is unchanged on error. */
 int storm_config_set(StormConfig *cfg, const char *key, const char *value);
@@ -114,8 +126,10 @@ typedef struct StormSample {
 typedef struct StormFigures {
         uint64_t window_usec;
         double compact_stalls_per_sec;
+        double compact_fails_per_sec;
         double compact_fail_ratio;            /* 0 when no compaction finished */
         double compact_scanned_per_sec;       /* migrate + free scanner pages */
+        double thp_faults_per_sec;            /* PMD-sized THP faults: alloc + fallback */
         double thp_fault_fallback_per_sec;
         double thp_fault_fallback_ratio;      /* fallback / (alloc + fallback); 0 without faults */
         double thp_collapse_failed_per_sec;

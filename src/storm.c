@@ -403,7 +403,7 @@ static int on_psi(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
         (void) storm_classify(&w->config, &w->state, NULL, &cur);
         w->prev = cur;
         w->has_prev = true;
-        log_debug("Memory pressure above %.1f%%: sampling storm counters.", w->config.pressure_percent);
+        log_debug("Memory pressure above %.1f%%: sampling storm counters.", storm_config_wake_percent(&w->config));
 
         r = schedule(w, cur.timestamp_usec);
         if (r < 0)
@@ -446,7 +446,7 @@ static int setup_psi_trigger(StormWatcher *w) {
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = psi_trigger_open(w->procfs_root, w->config.pressure_percent, &fd);
+        r = psi_trigger_open(w->procfs_root, storm_config_wake_percent(&w->config), &fd);
         if (r < 0)
                 return r;
 
@@ -507,7 +507,7 @@ int storm_watcher_new(sd_event *e, const char *procfs_root, const StormConfig *c
                 /* Idle until the kernel reports pressure; the baseline will be taken then. */
                 w->has_prev = false;
                 log_debug("Storm watcher waiting on a PSI trigger (memory some %.1f%% of %" PRIu64 "s).",
-                          w->config.pressure_percent, STORM_PSI_TRIGGER_WINDOW_USEC / STORM_USEC_PER_SEC);
+                          storm_config_wake_percent(&w->config), STORM_PSI_TRIGGER_WINDOW_USEC / STORM_USEC_PER_SEC);
         } else {
                 r = fall_back_to_polling(w, strerror(-r));
                 if (r < 0)
