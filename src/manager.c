@@ -858,12 +858,16 @@ static void setup_storm_watcher(Manager *m, bool config_changed) {
         int r;
 
         manager_bus_set_storm_action(m, m->settings.storm.action);
-        if (m->storm && !config_changed)
+        if (!config_changed && (m->storm || !m->settings.storm_watch))
                 return;
 
         m->storm = storm_watcher_free(m->storm);
         m->mitigation_level = 0;
         unset_knobs(m->mitigation);
+        if (!m->settings.storm_watch) {
+                log_info("Storm detection is off (thpd.conf: [Storm] Watch=no).");
+                return;
+        }
         r = storm_watcher_new(m->event, m->procfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
         if (r < 0)
                 log_warning_errno(r, "Storm detection is off: cannot read %s/vmstat: %s", m->procfs_root, strerror(-r));
@@ -871,6 +875,7 @@ static void setup_storm_watcher(Manager *m, bool config_changed) {
 
 int manager_reload(Manager *m) {
         StormConfig old_storm = m->settings.storm;
+        bool old_watch = m->settings.storm_watch;
 
         log_info("Reloading policies and settings.");
         (void) sd_notify(false, "RELOADING=1");
@@ -880,7 +885,8 @@ int manager_reload(Manager *m) {
         /* The target points into the policies just replaced: resolve against the new ones before
          * anything (a property read, a storm event) looks at it. */
         manager_apply(m);
-        setup_storm_watcher(m, memcmp(&old_storm, &m->settings.storm, sizeof old_storm) != 0);
+        setup_storm_watcher(m, memcmp(&old_storm, &m->settings.storm, sizeof old_storm) != 0 ||
+                               old_watch != m->settings.storm_watch);
         if (m->units)
                 (void) unit_tracker_rescan(m->units);
         manager_apply(m);

@@ -13,6 +13,7 @@
 void settings_init(Settings *c) {
         *c = (Settings) {
                 .restore_on_exit = true,
+                .storm_watch = true,
                 .pool_grace_usec = SETTINGS_DEFAULT_POOL_GRACE_USEC,
                 .pool_alloc_retries = SETTINGS_DEFAULT_POOL_ALLOC_RETRIES,
                 .log_level = -1,
@@ -145,7 +146,12 @@ static int handler(void *userdata, const char *section, const char *key, const c
         else if (streq(section, "Metrics"))
                 r = metrics_setting(s, key, value);
         else if (streq(section, "Storm")) {
-                r = storm_config_set(&s->settings->storm, key, value);
+                if (streq(key, "Watch")) {
+                        r = parse_boolean(value);
+                        if (r >= 0)
+                                s->settings->storm_watch = r;
+                } else
+                        r = storm_config_set(&s->settings->storm, key, value);
                 if (r == -EINVAL || r == -ERANGE) {
                         diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
                                         "invalid value for %s=: \"%s\"%s", key, value,

@@ -17,7 +17,8 @@ typedef struct Settings {
         unsigned pool_alloc_retries;
         int log_level;                    /* -1: not configured */
         KnobValue baseline[_KNOB_MAX];    /* explicit baseline values; UNSET = the kernel's own */
-        StormConfig storm;                /* [Storm] */
+        bool storm_watch;                 /* [Storm] Watch=; false: no storm watcher at all */
+        StormConfig storm;                /* [Storm], the rest */
         char *metrics_textfile;           /* [Metrics] TextfilePath=; NULL: no metrics file */
 } Settings;
 

@@ -541,12 +541,21 @@ StormChanges storm_classify(const StormConfig *cfg, StormState *state, const Sto
         else
                 state->quiet_usec = 0;
 
+        /* A run ends soon after a wake-up that came to nothing: the trigger fires at a tiny
+         * stall share (a storm hardly shows as pressure), so ordinary pressure wakes thpd often,
+         * and a run that outlasts it would make every blip cost a minute of sampling. A kind
+         * that is suspect or cooling is not calm, so StormAfter= and CoolAfter= keep their
+         * meaning; a storm that goes on keeps the trigger firing anyway. */
         if (!quiet || !calm)
                 state->active = true;
-        else if (state->mitigation_level == 0 && state->quiet_usec >= cfg->cool_after_usec)
+        else if (state->mitigation_level == 0 && state->quiet_usec >= storm_config_idle_after_usec(cfg))
                 state->active = false;
 
         return c;
+}
+
+uint64_t storm_config_idle_after_usec(const StormConfig *cfg) {
+        return cfg->storm_after_usec + cfg->window_usec;
 }
 
 bool storm_state_is_idle(const StormState *s) {

@@ -209,6 +209,9 @@ StormChanges storm_classify(const StormConfig *cfg, StormState *state, const Sto
                             const StormSample *cur);
 
 /* True when no sampling run is needed: see StormState.active. */
+/* How long a sampling run lasts after everything turned quiet and calm: StormAfter= plus a
+ * window. */
+uint64_t storm_config_idle_after_usec(const StormConfig *cfg);
 bool storm_state_is_idle(const StormState *s);
 
 /* A one-line human summary of the figures that matter for kind; free with g_free(). */

@@ -348,6 +348,33 @@ START_TEST(test_settings_textfile_path) {
 }
 END_TEST
 
+START_TEST(test_settings_storm_watch) {
+        Diagnostics diag;
+        Settings s;
+
+        ck_assert_int_eq(load_settings_text("[Storm]\nAction=mitigate\n", &s, &diag), 0);
+        ck_assert(s.storm_watch);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+
+        ck_assert_int_eq(load_settings_text("[Storm]\nWatch=no\nAction=mitigate\n", &s, &diag), 0);
+        ck_assert(!s.storm_watch);
+        ck_assert_int_eq(s.storm.action, STORM_ACTION_MITIGATE);
+        ck_assert_uint_eq(diag.n_errors + diag.n_warnings, 0);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+
+        /* A bad value is an error on its line and leaves the watcher on. */
+        ck_assert_int_eq(load_settings_text("[Storm]\nWatch=sometimes\n", &s, &diag), 0);
+        ck_assert(s.storm_watch);
+        ck_assert_uint_eq(diag.n_errors, 1);
+        g_autofree char *first = diagnostic_format(g_ptr_array_index(diag.items, 0));
+        ck_assert_msg(strstr(first, ":2: ") && strstr(first, "Watch="), "%s", first);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+}
+END_TEST
+
 /* Not a check: how long one rendering of the full sample takes, for the record. */
 START_TEST(test_render_time) {
         struct timespec a, b;
@@ -392,6 +419,7 @@ int main(int argc, char *argv[]) {
         tc = tcase_create("files");
         tcase_add_test(tc, test_file_replace);
         tcase_add_test(tc, test_settings_textfile_path);
+        tcase_add_test(tc, test_settings_storm_watch);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -675,7 +675,7 @@ START_TEST(test_mitigation_escalation_and_revert) {
         ck_assert_uint_le(t.level_at[t.n_levels - 1], last_step + cfg.hold_down_usec + SEC);
 
         /* Idle only once nothing is held any more. */
-        gen_run(&cfg, &st, &s, (unsigned) (cfg.cool_after_usec / SEC) + 1, &calm_load, &t);
+        gen_run(&cfg, &st, &s, (unsigned) (storm_config_idle_after_usec(&cfg) / SEC) + 1, &calm_load, &t);
         ck_assert(storm_state_is_idle(&st));
 }
 END_TEST
@@ -736,10 +736,12 @@ START_TEST(test_sampling_runs) {
         gen_run(&cfg, &st, &s, 30, &calm_load, &t);
         ck_assert(storm_state_is_idle(&st));
 
-        /* A wake-up (no previous sample) starts a run that lasts CoolAfter of quiet. */
+        /* A wake-up (no previous sample) starts a run that lasts StormAfter= plus a window of
+         * quiet (4 s at the defaults, not CoolAfter=: ordinary pressure wakes thpd often). */
+        ck_assert_uint_eq(storm_config_idle_after_usec(&cfg), 4 * SEC);
         (void) storm_classify(&cfg, &st, NULL, &s);
         ck_assert(!storm_state_is_idle(&st));
-        gen_run(&cfg, &st, &s, (unsigned) (cfg.cool_after_usec / SEC) - 1, &calm_load, &t);
+        gen_run(&cfg, &st, &s, (unsigned) (storm_config_idle_after_usec(&cfg) / SEC) - 1, &calm_load, &t);
         ck_assert(!storm_state_is_idle(&st));
         gen_run(&cfg, &st, &s, 1, &calm_load, &t);
         ck_assert(storm_state_is_idle(&st));
@@ -747,9 +749,9 @@ START_TEST(test_sampling_runs) {
         /* Pressure over the threshold starts one too, and restarts the quiet count. */
         gen_run(&cfg, &st, &s, 1, &pressure, &t);
         ck_assert(!storm_state_is_idle(&st));
-        gen_run(&cfg, &st, &s, (unsigned) (cfg.cool_after_usec / SEC) - 1, &calm_load, &t);
+        gen_run(&cfg, &st, &s, (unsigned) (storm_config_idle_after_usec(&cfg) / SEC) - 1, &calm_load, &t);
         gen_run(&cfg, &st, &s, 1, &pressure, &t);
-        gen_run(&cfg, &st, &s, (unsigned) (cfg.cool_after_usec / SEC) - 1, &calm_load, &t);
+        gen_run(&cfg, &st, &s, (unsigned) (storm_config_idle_after_usec(&cfg) / SEC) - 1, &calm_load, &t);
         ck_assert(!storm_state_is_idle(&st));
         gen_run(&cfg, &st, &s, 1, &calm_load, &t);
         ck_assert(storm_state_is_idle(&st));

@@ -10,8 +10,8 @@ was running before its drop-in existed is listed as needing a restart, and no lo
 restarted.
 
 thpd reads the real /proc here (--procfs=/proc, for /proc/PID/status): its storm watcher only
-reads it, with a PSI trigger at 100 % that never fires, so that the host's memory pressure from
-another workload cannot wake it in the idle check.
+reads it, and is off ([Storm] Watch=no), so that the host's memory pressure from another
+workload cannot wake it in the idle check.
 
 Run as root:
     THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl THPD_GENERATOR_BIN=build/src/thpd-generator \\
@@ -75,7 +75,7 @@ class ScopeTest(test_api.ApiTestCase):
                           / 'thpd-generator')
         self.write_policy('scoped.conf', SCOPED_POLICY)
         self.write_policy('batch.conf', BATCH_POLICY)
-        self.config_path.write_text('[Daemon]\n[Storm]\nPressurePercent=100\n')
+        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
         (self.unit_dir / SCOPED).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
         self.addCleanup(self.daemon_reload)
         self.addCleanup((self.unit_dir / SCOPED).unlink)

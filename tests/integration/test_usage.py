@@ -65,8 +65,8 @@ class UsageTest(ApiTestCase):
             self.skipTest(f'the kernel\'s THP "enabled" is {mode or "absent"}: MADV_HUGEPAGE gets no huge pages')
         self.write_policy('hold.conf', POLICY)
         # thpd gets the real /proc here, so its storm watcher would wake on the host's memory
-        # pressure (another workload) and fail the idle check: a trigger at 100 % never fires.
-        self.config_path.write_text('[Daemon]\n[Storm]\nPressurePercent=100\n')
+        # pressure (another workload) and fail the idle check: no storm watcher.
+        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
 
     def start_holder(self):
         """Starts thp-hold.service; returns its main PID once it has touched its memory."""
@@ -87,7 +87,9 @@ class UsageTest(ApiTestCase):
 
     def test_usage_matches_the_kernel(self):
         pid = self.start_holder()
-        self.start_thpd('--procfs=/proc', '--cgroupfs=/sys/fs/cgroup')
+        daemon = self.start_thpd('--procfs=/proc', '--cgroupfs=/sys/fs/cgroup')
+        daemon.wait_log(r'Storm detection is off \(thpd\.conf: \[Storm\] Watch=no\)\.')
+        self.assertNotIn('PSI trigger', daemon.log())
         self.wait_knobs(defrag='defer')
         seen = {}
 
