@@ -481,7 +481,7 @@
         if (error && error.name && !denied)
             text = `${error.name}: ${text}`;
         if (denied)
-            text += " — thpd allows changes to root and to users authorized for the polkit action org.thpd1.manage. Turn on administrative access in Cockpit, or ask an administrator.";
+            text += " Changes need root or the polkit action org.thpd1.manage: turn on administrative access in Cockpit, or ask an administrator.";
         $("action-alert-text").textContent = text;
         alert.hidden = false;
     }
