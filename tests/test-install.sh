@@ -121,13 +121,14 @@ done < <(find "$dest" \( -type f -o -type d \) -perm /022 -printf '/%P\n')
 
 # The Cockpit page: a manifest Cockpit can parse, and every file index.html loads is either the
 # page's own (installed beside it) or Cockpit's (../base1/cockpit.js from cockpit-bridge,
-# ../systemd/overview.css from cockpit-system, which cockpit-thpd depends on).
+# ../system/overview.css from cockpit-system, which cockpit-thpd depends on; that package's
+# manifest names it "system" although its directory is systemd/).
 page=$dest/usr/share/cockpit/thpd
 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$page/manifest.json" 2>/dev/null ||
         fail "the Cockpit manifest $page/manifest.json is not JSON"
 while read -r ref; do
         case $ref in
-        ../base1/cockpit.js | ../systemd/overview.css) ;;
+        ../base1/cockpit.js | ../system/overview.css) ;;
         ../* | /* | *:*) fail "index.html loads $ref, which neither the page nor cockpit-system ships" ;;
         *) [[ -f $page/$ref ]] || fail "index.html loads $ref, which is not installed" ;;
         esac

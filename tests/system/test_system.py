@@ -824,10 +824,12 @@ class SystemTest(unittest.TestCase):
             document.getElementById("login-password-input").value = {json.dumps(COCKPIT_PASSWORD)};
             document.getElementById("login-button").click();
             return true; }})()''')
-        b.wait('!document.getElementById("login-user-input") || '
-               '(document.getElementById("login-error-message") || {}).textContent', DEADLINE, f'{user} to log in')
-        error = b.evaluate('(document.getElementById("login-error-message") || {}).textContent || ""')
-        self.assertEqual(error.strip(), '', f'cockpit refused the login of {user}')
+        # The login page keeps an error text ("Please enable JavaScript…") in a hidden element.
+        shown_error = ('(() => { const e = document.getElementById("login-error-message"); '
+                       'return e && e.getClientRects().length > 0 ? e.textContent.trim() : ""; })()')
+        b.wait(f'!document.getElementById("login-user-input") || {shown_error}', DEADLINE, f'{user} to log in')
+        error = b.evaluate(f'document.getElementById("login-user-input") ? {shown_error} : ""')
+        self.assertEqual(error, '', f'cockpit refused the login of {user}')
         b.navigate(url + '/thpd')
         b.evaluate('window.thpdFrame = () => document.querySelector(\'iframe[name="cockpit1:localhost/thpd"]\'); '
                    'window.thpdDoc = () => thpdFrame() && thpdFrame().contentDocument; '
@@ -919,6 +921,11 @@ class SystemTest(unittest.TestCase):
         admin.wait('thpdWin().thpdPage.permission.allowed === true && !thpdDoc().getElementById("override-set").disabled',
                    DEADLINE, 'administrative access for thpdadmin (the page\'s controls enabled)')
         self.assertTrue(admin.evaluate('thpdDoc().getElementById("limited-alert").hidden'))
+        # Cockpit's PatternFly 4 loaded (package "system", cockpit-system's Overview stylesheet).
+        self.assertTrue(admin.evaluate(
+            '[...thpdDoc().styleSheets].some(s => (s.href || "").endsWith("/system/overview.css") && s.cssRules.length > 1000) && '
+            'thpdWin().getComputedStyle(thpdDoc().documentElement).getPropertyValue("--pf-global--FontSize--md") !== ""'),
+            'the page has Cockpit\'s PatternFly stylesheet')
         self.assert_page_shows(c, admin)
         self.assertEqual(admin.evaluate('thpdDoc().getElementById("version").textContent'), 'thpd 0.1.0')
         self.assertEqual(admin.evaluate('thpdDoc().getElementById("storm-phase").dataset.state'),
@@ -971,7 +978,11 @@ class SystemTest(unittest.TestCase):
                    'the override and its end on the page')
         self.assertTrue(admin.evaluate('thpdDoc().getElementById("action-alert").hidden'))
         self.assertEqual(self.show(c)['Knobs.defrag.Source'], 'override')
+        admin.emulate(width=1280, height=1500)
+        admin.wait('thpdDoc().getElementById("override-now").textContent.includes("defrag=defer until ")', DEADLINE,
+                   'the page after resizing')
         admin.screenshot(str(WORKDIR / 'cockpit.png'))
+        admin.emulate()
         if os.environ.get('THPD_COCKPIT_SCREENSHOT'):
             shutil.copy(WORKDIR / 'cockpit.png', os.environ['THPD_COCKPIT_SCREENSHOT'])
         self.wait_host(defrag='never', timeout=seconds + DEADLINE)
