@@ -817,7 +817,9 @@ class SystemTest(unittest.TestCase):
         "superuser:USER" = "any" makes the login send X-Superuser: any, and the bridge then
         becomes root with sudo and the login password)."""
         b.navigate(url + '/')
-        b.wait('!!document.getElementById("login-user-input")', DEADLINE, 'cockpit-ws\' login page')
+        # login.js shows the form once it has set itself up; a click before that does nothing.
+        b.wait('(document.getElementById("login-button") || {getClientRects: () => []}).getClientRects().length > 0',
+               DEADLINE, 'cockpit-ws\' login form')
         b.evaluate(f'localStorage.setItem("superuser:{user}", {json.dumps("any" if admin else "none")}); true')
         b.evaluate(f'''(() => {{
             document.getElementById("login-user-input").value = {json.dumps(user)};
@@ -827,7 +829,8 @@ class SystemTest(unittest.TestCase):
         # The login page keeps an error text ("Please enable JavaScript…") in a hidden element.
         shown_error = ('(() => { const e = document.getElementById("login-error-message"); '
                        'return e && e.getClientRects().length > 0 ? e.textContent.trim() : ""; })()')
-        b.wait(f'!document.getElementById("login-user-input") || {shown_error}', DEADLINE, f'{user} to log in')
+        b.wait(f'!document.getElementById("login-user-input") || {shown_error}', DEADLINE,
+               lambda: f'{user} to log in; the page says: ' + str(b.evaluate('document.body.innerText.slice(0, 500)')))
         error = b.evaluate(f'document.getElementById("login-user-input") ? {shown_error} : ""')
         self.assertEqual(error, '', f'cockpit refused the login of {user}')
         b.navigate(url + '/thpd')
