@@ -80,6 +80,10 @@ expected=(
         /usr/share/thpd/thpd-ctl.schema.json
         /usr/share/doc/thpd/outcomes-measured.md
         /usr/share/doc/thpd/packaging-redis-example.md
+        /usr/share/cockpit/thpd/manifest.json
+        /usr/share/cockpit/thpd/index.html
+        /usr/share/cockpit/thpd/thpd.js
+        /usr/share/cockpit/thpd/thpd.css
 )
 
 printf '%s\n' "${expected[@]}" | sort >"$tmp/expected"
@@ -123,6 +127,21 @@ done
 while read -r f; do
         fail "$f is writable by group or others; thpd would not trust it"
 done < <(find "$dest" \( -type f -o -type d \) -perm /022 -printf '/%P\n')
+
+# The Cockpit page: a manifest Cockpit can parse, and every file index.html loads is either the
+# page's own (installed beside it) or Cockpit's (../base1/cockpit.js from cockpit-bridge,
+# ../system/overview.css from cockpit-system, which cockpit-thpd depends on; that package's
+# manifest names it "system" although its directory is systemd/).
+page=$dest/usr/share/cockpit/thpd
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$page/manifest.json" 2>/dev/null ||
+        fail "the Cockpit manifest $page/manifest.json is not JSON"
+while read -r ref; do
+        case $ref in
+        ../base1/cockpit.js | ../system/overview.css) ;;
+        ../* | /* | *:*) fail "index.html loads $ref, which neither the page nor cockpit-system ships" ;;
+        *) [[ -f $page/$ref ]] || fail "index.html loads $ref, which is not installed" ;;
+        esac
+done < <(grep -oE '(src|href)="[^"]+"' "$page/index.html" | sed -E 's/^[a-z]+="(.*)"$/\1/')
 
 # The installed policies are clean for the installed thpd-ctl. Installed files belong to whoever
 # ran the install, so trust that user as thpd trusts root.

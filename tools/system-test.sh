@@ -26,7 +26,8 @@ if [ ! -w /sys/kernel/mm/transparent_hugepage/enabled ]; then
         exit 77
 fi
 
-packages=(systemd-container mmdebstrap dpkg-dev debhelper fakeroot)
+# chromium and python3-websocket: the Cockpit scenario drives the page in a headless browser (CDP).
+packages=(systemd-container mmdebstrap dpkg-dev debhelper fakeroot chromium python3-websocket)
 missing=()
 for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

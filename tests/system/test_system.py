@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,9 @@ SETTLE_MAX_SWITCHES = 1
 SETTLE_DEADLINE = 30.0
 
 RECORD_DIR = '/var/lib/thpd-system-test'
+
+# The password of the Cockpit scenario's users (inside its container only).
+COCKPIT_PASSWORD = 'thpd-system-test'
 
 
 def host(rel):
@@ -972,6 +976,244 @@ class SystemTest(unittest.TestCase):
         c.run('systemctl', 'stop', 'thpd-system-test-batch')
         self.wait_host(enabled=base(ENABLED))
         self.assertEqual(set(self.thp_enabled(c, 'redis-server.service').values()), {0})
+
+    # -- the Cockpit page (issue 16)
+
+    def cockpit_deb(self):
+        """The cockpit-thpd package built beside DEB (THPD_COCKPIT_DEB names another)."""
+        named = os.environ.get('THPD_COCKPIT_DEB')
+        if named:
+            return Path(named)
+        found = sorted(Path(DEB).resolve().parent.glob('cockpit-thpd_*_all.deb'))
+        return found[-1] if found else None
+
+    def cockpit_login(self, b, url, user, admin):
+        """Logs in on cockpit-ws' login page as a user would. admin: ask for administrative
+        access at login (what Cockpit remembers as the user's choice: localStorage
+        "superuser:USER" = "any" makes the login send X-Superuser: any, and the bridge then
+        becomes root with sudo and the login password)."""
+        b.navigate(url + '/')
+        # login.js shows the form once it has set itself up; a click before that does nothing.
+        b.wait('(document.getElementById("login-button") || {getClientRects: () => []}).getClientRects().length > 0',
+               DEADLINE, 'cockpit-ws\' login form')
+        b.evaluate(f'localStorage.setItem("superuser:{user}", {json.dumps("any" if admin else "none")}); true')
+        b.evaluate(f'''(() => {{
+            document.getElementById("login-user-input").value = {json.dumps(user)};
+            document.getElementById("login-password-input").value = {json.dumps(COCKPIT_PASSWORD)};
+            document.getElementById("login-button").click();
+            return true; }})()''')
+        # The login page keeps an error text ("Please enable JavaScript…") in a hidden element.
+        shown_error = ('(() => { const e = document.getElementById("login-error-message"); '
+                       'return e && e.getClientRects().length > 0 ? e.textContent.trim() : ""; })()')
+        b.wait(f'!document.getElementById("login-user-input") || {shown_error}', DEADLINE,
+               lambda: f'{user} to log in; the page says: ' + str(b.evaluate('document.body.innerText.slice(0, 500)')))
+        error = b.evaluate(f'document.getElementById("login-user-input") ? {shown_error} : ""')
+        self.assertEqual(error, '', f'cockpit refused the login of {user}')
+        b.navigate(url + '/thpd')
+        b.evaluate('window.thpdFrame = () => document.querySelector(\'iframe[name="cockpit1:localhost/thpd"]\'); '
+                   'window.thpdDoc = () => thpdFrame() && thpdFrame().contentDocument; '
+                   'window.thpdWin = () => thpdFrame() && thpdFrame().contentWindow; true')
+        b.wait('thpdDoc() && thpdDoc().body && thpdDoc().body.dataset.ready === "1"', DEADLINE,
+               lambda: f'the thpd page to load for {user}')
+        # The permission is known once the bridge answered whether it may be root.
+        b.wait('thpdWin().thpdPage.permission.allowed !== null', DEADLINE, f'Cockpit to tell whether {user} is admin')
+
+    PAGE_KNOBS = '''[...thpdDoc().querySelectorAll("#knobs-body tr[data-knob]")].map(r => [
+        r.dataset.knob,
+        r.querySelector('td[data-label="Applied"] .thpd-value').textContent,
+        r.querySelector('td[data-label="Target"] .thpd-value').textContent,
+        r.querySelector('td[data-label="Baseline"] .thpd-value').textContent,
+        r.querySelector(".thpd-source").textContent,
+        r.querySelector('td[data-label="Source"]').textContent])'''
+
+    def page_knobs(self, b):
+        return {row[0]: row[1:] for row in b.evaluate(self.PAGE_KNOBS)}
+
+    def assert_page_shows(self, c, b):
+        """The knobs on the page are thpd-ctl show's: applied, target, baseline, source, and
+        the policy and unit in the source column."""
+        show = self.show(c)
+        names = sorted({key.split('.', 1)[1].rsplit('.', 1)[0] for key in show if key.startswith('Knobs.')})
+        page = self.page_knobs(b)
+        self.assertEqual(sorted(page), names)
+        for name in names:
+            applied, target, baseline, source, text = page[name]
+            self.assertEqual((applied, target, baseline, source),
+                             tuple(show[f'Knobs.{name}.{f}'] for f in ('Applied', 'Target', 'Baseline', 'Source')), name)
+            for f in ('Policy', 'Unit'):
+                if show[f'Knobs.{name}.{f}']:
+                    self.assertIn(show[f'Knobs.{name}.{f}'], text, name)
+        return page
+
+    def wait_page_knob(self, b, knob, applied, source, timeout=DEADLINE):
+        wait_until(lambda: self.page_knobs(b).get(knob, [None] * 5)[0::3] == [applied, source], timeout,
+                   lambda: f'the page to show {knob} {applied} from {source}; it shows {self.page_knobs(b).get(knob)}')
+
+    def test_9_cockpit(self):
+        """The Cockpit page in Debian's chromium through cockpit-ws: an admin (sudo group,
+        administrative access) sees thpd-ctl show's knobs, sees Redis' start without a reload,
+        sets an override on the page that reaches the kernel file and expires, clears one,
+        reloads; a user without admin rights reads, has the controls disabled, and a change
+        tried anyway is refused by thpd and shown as a refusal."""
+        try:
+            import browser  # noqa: PLC0415 - python3-websocket only for this scenario
+        except ImportError as error:
+            self.skipTest(f'python3-websocket is not installed on the host: {error}')
+        if browser.find_chromium() is None:
+            self.skipTest('chromium is not installed on the host (tools/system-test.sh installs it)')
+        deb = self.cockpit_deb()
+        if deb is None or not deb.is_file():
+            self.skipTest(f'no cockpit-thpd .deb beside {DEB} (THPD_COCKPIT_DEB names one)')
+        started = time.monotonic()
+        c = self.boot()
+        self.install_thpd(c)
+        # cockpit-ws on a free loopback port: the container shares the host's network, where
+        # 9090 may be taken (deps.sh installs Prometheus, whose default port it is).
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        c.write('/etc/systemd/system/cockpit.socket.d/50-system-test.conf',
+                f'[Socket]\nListenStream=\nListenStream=127.0.0.1:{port}\n')
+        self.apt_install(c, 'cockpit-ws', 'cockpit-system', 'cockpit-bridge', 'sudo')
+        self.copy_deb(c, deb)
+        out = c.run('apt', 'install', '-y', '-q', '--no-install-recommends', f'/opt/thpd-system-test/{deb.name}').stdout
+        self.assertIn('Setting up cockpit-thpd', out)
+        self.assertEqual(c.run('ls', '/usr/share/cockpit/thpd').stdout.split(),
+                         ['index.html', 'manifest.json', 'thpd.css', 'thpd.js'])
+        c.run('systemctl', 'daemon-reload')
+        c.run('systemctl', 'restart', 'cockpit.socket')
+        c.run('useradd', '--create-home', '--groups', 'sudo', 'thpdadmin')
+        c.run('useradd', '--create-home', 'thpdviewer')
+        c.run('chpasswd', input=f'thpdadmin:{COCKPIT_PASSWORD}\nthpdviewer:{COCKPIT_PASSWORD}\n')
+
+        def listening():
+            with socket.socket() as s:
+                s.settimeout(2)
+                return s.connect_ex(('127.0.0.1', port)) == 0
+        wait_until(listening, DEADLINE, f'cockpit.socket on 127.0.0.1:{port}')
+        url = f'http://127.0.0.1:{port}'
+        log(f'{c.name}: cockpit ready on {url} after {time.monotonic() - started:.1f} s')
+
+        admin = browser.Browser(str(WORKDIR), width=1280, height=1000, name='thpdadmin')
+        self.addCleanup(admin.close)
+        self.cockpit_login(admin, url, 'thpdadmin', admin=True)
+        admin.wait('thpdWin().thpdPage.permission.allowed === true && !thpdDoc().getElementById("override-set").disabled',
+                   DEADLINE, 'administrative access for thpdadmin (the page\'s controls enabled)')
+        self.assertTrue(admin.evaluate('thpdDoc().getElementById("limited-alert").hidden'))
+        # Cockpit's PatternFly 4 loaded (package "system", cockpit-system's Overview stylesheet).
+        self.assertTrue(admin.evaluate(
+            '[...thpdDoc().styleSheets].some(s => (s.href || "").endsWith("/system/overview.css") && s.cssRules.length > 1000) && '
+            'thpdWin().getComputedStyle(thpdDoc().documentElement).getPropertyValue("--pf-global--FontSize--md") !== ""'),
+            'the page has Cockpit\'s PatternFly stylesheet')
+        self.assert_page_shows(c, admin)
+        self.assertEqual(admin.evaluate('thpdDoc().getElementById("version").textContent'), 'thpd 0.1.0')
+        self.assertEqual(admin.evaluate('thpdDoc().getElementById("storm-phase").dataset.state'),
+                         self.show(c).get('StormState', 'calm'))
+        log(f'{c.name}: page shows thpd-ctl show\'s knobs ({time.monotonic() - started:.1f} s)')
+
+        # Redis starts: the page follows PropertiesChanged and Applied, without a reload.
+        admin.evaluate('thpdWin().systemTestMark = 1; true')
+        cursor = c.cursor()
+        self.apt_install(c, 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        self.wait_host(enabled='never', defrag='never')
+        self.wait_page_knob(admin, 'enabled', 'never', 'policy')
+        self.wait_page_knob(admin, 'defrag', 'never', 'policy')
+        admin.wait('thpdDoc().querySelector(\'#policies-body tr[data-policy="redis.conf"]\').dataset.state === "active"',
+                   DEADLINE, 'redis.conf active in the policies table')
+        if base(DEFRAG) != 'never':
+            admin.wait(f'thpdDoc().getElementById("events-list").textContent.includes("defrag: {base(DEFRAG)} → never")',
+                       DEADLINE, 'the Applied signal in the page\'s list of changes')
+        self.assertEqual(admin.evaluate('thpdWin().systemTestMark'), 1, 'the page was not reloaded')
+        self.assert_page_shows(c, admin)
+        self.assertIn('redis.conf for redis-server.service', self.page_knobs(admin)['defrag'][4])
+        log(f'{c.name}: page followed Redis\' start ({time.monotonic() - started:.1f} s)')
+
+        # Dark mode and a narrow window, as the browser asks for them.
+        admin.emulate(dark=True)
+        admin.wait('thpdDoc().documentElement.classList.contains("pf-theme-dark")', DEADLINE, 'the dark theme')
+        admin.emulate(width=420, height=900, dark=False)
+        admin.wait('!thpdDoc().documentElement.classList.contains("pf-theme-dark") && '
+                   'thpdWin().getComputedStyle(thpdDoc().querySelector("#knobs-table thead")).display === "none"',
+                   DEADLINE, 'the light theme and the narrow layout')
+        admin.emulate()
+
+        # An override with a duration, set with the page's form and the keyboard (Enter in the
+        # duration field submits): it reaches the kernel file, the page shows it, it expires.
+        wanted = 'defer'
+        seconds = 20
+        admin.evaluate(f'''(() => {{ const d = thpdDoc();
+            d.getElementById("override-knob").value = "defrag";
+            d.getElementById("override-knob").dispatchEvent(new Event("change"));
+            d.getElementById("override-value").value = "{wanted}";
+            d.getElementById("override-duration").value = "{seconds}s";
+            thpdFrame().focus(); d.getElementById("override-duration").focus();
+            return d.activeElement.id; }})()''')
+        admin.key('Enter', 'Enter', 13, '\r')
+        set_at = time.monotonic()
+        self.wait_host(defrag=wanted)
+        self.wait_page_knob(admin, 'defrag', wanted, 'override')
+        admin.wait('thpdDoc().getElementById("override-now").textContent.includes("defrag=defer until ")', DEADLINE,
+                   'the override and its end on the page')
+        self.assertTrue(admin.evaluate('thpdDoc().getElementById("action-alert").hidden'))
+        self.assertEqual(self.show(c)['Knobs.defrag.Source'], 'override')
+        admin.emulate(width=1280, height=1500)
+        admin.wait('thpdDoc().getElementById("override-now").textContent.includes("defrag=defer until ")', DEADLINE,
+                   'the page after resizing')
+        # From the top (the keyboard's focus scrolled to the form).
+        admin.evaluate('thpdDoc().activeElement.blur(); thpdDoc().querySelector(".pf-c-page__main").scrollTop = 0; true')
+        admin.screenshot(str(WORKDIR / 'cockpit.png'))
+        admin.emulate()
+        if os.environ.get('THPD_COCKPIT_SCREENSHOT'):
+            shutil.copy(WORKDIR / 'cockpit.png', os.environ['THPD_COCKPIT_SCREENSHOT'])
+        self.wait_host(defrag='never', timeout=seconds + DEADLINE)
+        expired = time.monotonic() - set_at
+        self.assertGreaterEqual(expired, seconds - 1, 'the override lasted its duration')
+        self.wait_page_knob(admin, 'defrag', 'never', 'policy')
+        admin.wait('thpdDoc().getElementById("override-now").textContent.startsWith("No override")', DEADLINE,
+                   'the page to show no override')
+        log(f'{c.name}: the page\'s {seconds} s override reached the kernel and expired after {expired:.1f} s')
+
+        # Until cleared, then the Clear button; then Reload.
+        admin.evaluate(f'''(() => {{ const d = thpdDoc();
+            d.getElementById("override-value").value = "{wanted}";
+            d.getElementById("override-duration").value = "0";
+            d.getElementById("override-set").click(); return true; }})()''')
+        self.wait_host(defrag=wanted)
+        admin.wait('thpdDoc().getElementById("override-now").textContent.includes("until cleared") && '
+                   '!thpdDoc().getElementById("override-clear").disabled', DEADLINE, 'an override until cleared')
+        admin.evaluate('thpdDoc().getElementById("override-clear").click(); true')
+        self.wait_host(defrag='never')
+        self.wait_page_knob(admin, 'defrag', 'never', 'policy')
+        cursor = c.cursor()
+        admin.evaluate('thpdDoc().getElementById("reload").click(); true')
+        self.wait_journal(c, r'^Reloading policies and settings\.$', cursor)
+        admin.wait('thpdDoc().getElementById("events-list").textContent.includes("Policies reloaded")', DEADLINE,
+                   'the page to report the reload')
+        self.assertTrue(admin.evaluate('thpdDoc().getElementById("action-alert").hidden'))
+        self.assert_page_shows(c, admin)
+
+        # A user without admin rights: reads everything, cannot change, and a change tried
+        # anyway (through the page's code, past the disabled button) is refused as such.
+        viewer = browser.Browser(str(WORKDIR), name='thpdviewer')
+        self.addCleanup(viewer.close)
+        self.cockpit_login(viewer, url, 'thpdviewer', admin=False)
+        self.assertIs(viewer.evaluate('thpdWin().thpdPage.permission.allowed'), False)
+        self.assertFalse(viewer.evaluate('thpdDoc().getElementById("limited-alert").hidden'))
+        for control in ('override-set', 'override-clear', 'reload', 'override-knob'):
+            self.assertTrue(viewer.evaluate(f'thpdDoc().getElementById("{control}").disabled'), control)
+        self.assert_page_shows(c, viewer)
+        ok = viewer.evaluate(f'thpdWin().thpdPage.setOverride({{"defrag": "{wanted}"}}, 0)')
+        self.assertIs(ok, False)
+        self.assertEqual(viewer.evaluate('thpdDoc().getElementById("action-alert").dataset.kind'), 'denied')
+        refusal = viewer.evaluate('thpdDoc().getElementById("action-alert").textContent')
+        self.assertIn('Not permitted: set the override', refusal)
+        self.assertIn('org.thpd1.manage', refusal)
+        self.assertEqual(host(DEFRAG), 'never')
+        self.assertFalse(viewer.evaluate('thpdWin().thpdPage.reload()'))
+        self.assertEqual(self.show(c)['Override'], '')
+        log(f'{c.name}: thpdviewer was refused: {" ".join(refusal.split())}')
+        log(f'{c.name}: Cockpit scenario done in {time.monotonic() - started:.1f} s')
 
 
 # --- running ----------------------------------------------------------------------------------

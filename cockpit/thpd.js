@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * thpd's Cockpit page. Everything comes from org.thpd1 on the system bus through cockpit.dbus
+ * (data/org.thpd1.Manager.xml is the contract): the properties through a proxy that follows
+ * PropertiesChanged, the Applied, StormDetected and StormCleared signals as they come, and the
+ * reads that are methods (ListPolicies, Explain) or not announced (Storms) again when a change
+ * event says they are stale. Nothing polls.
+ *
+ * Changes (SetOverride, ClearOverride, Reload) go through the same methods as thpd-ctl. The
+ * client asks for superuser "try": with Cockpit's administrative access the bridge calls as
+ * root, otherwise as the logged-in user, whom thpd authorizes with polkit (org.thpd1.manage)
+ * and refuses with org.freedesktop.DBus.Error.AccessDenied. With limited access the change
+ * controls are disabled with a hint; a refusal is shown as one.
+ */
+(function () {
+    "use strict";
+
+    const BUS_NAME = "org.thpd1";
+    const PATH = "/org/thpd1";
+    const IFACE = "org.thpd1.Manager";
+    const MAX_EVENTS = 30;
+
+    /* The accepted values of the knobs that take words, strictest first (design.md). Numeric
+       knobs (khugepaged/max_ptes_*, pages_to_scan, *_sleep_millisecs) take a number. */
+    const WORDS = {
+        "enabled": ["never", "madvise", "always"],
+        "defrag": ["never", "defer", "madvise", "defer+madvise", "always"],
+        "shmem_enabled": ["deny", "never", "advise", "within_size", "always", "force"],
+        "khugepaged/defrag": ["0", "1"],
+    };
+    const PER_SIZE_WORDS = ["never", "madvise", "inherit", "always"];
+
+    function knobWords(knob) {
+        if (WORDS[knob])
+            return WORDS[knob];
+        if (/^hugepages-\d+kB\/enabled$/.test(knob))
+            return PER_SIZE_WORDS;
+        if (/^hugepages-\d+kB\/shmem_enabled$/.test(knob))
+            return ["never", "inherit", "within_size", "advise", "always"];
+        return null;
+    }
+
+    const $ = id => document.getElementById(id);
+
+    function el(tag, attrs, ...children) {
+        const node = document.createElement(tag);
+        for (const [key, value] of Object.entries(attrs || {})) {
+            if (value === null || value === undefined || value === false)
+                continue;
+            if (key === "class")
+                node.className = value;
+            else if (key === "text")
+                node.textContent = value;
+            else if (key.startsWith("on"))
+                node.addEventListener(key.slice(2), value);
+            else
+                node.setAttribute(key, value === true ? "" : value);
+        }
+        for (const child of children.flat()) {
+            if (child !== null && child !== undefined && child !== false)
+                node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+        }
+        return node;
+    }
+
+    /* A table cell; its content is one element, so that the narrow layout (a grid of label and
+       content) keeps it together. */
+    function cell(label, ...children) {
+        return el("td", { "data-label": label || null }, el("span", {}, ...children));
+    }
+
+    /* --- the theme: Cockpit 287's convention (pkg/lib/cockpit-dark-theme.js, which bundled
+       pages include): the shell's choice in localStorage "shell:style" ("auto", "light",
+       "dark"), sent again as a "cockpit-style" event when the user changes it; "auto" follows
+       the browser's prefers-color-scheme. Dark is the pf-theme-dark class on <html>. */
+
+    const darkQuery = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+    function applyTheme(style) {
+        if (!style) {
+            try {
+                style = window.localStorage.getItem("shell:style");
+            } catch (e) {
+                style = null;
+            }
+        }
+        style = style || "auto";
+        const dark = style === "dark" || (style === "auto" && darkQuery !== null && darkQuery.matches);
+        document.documentElement.classList.toggle("pf-theme-dark", dark);
+    }
+
+    applyTheme();
+    window.addEventListener("storage", event => {
+        if (event.key === "shell:style")
+            applyTheme();
+    });
+    window.addEventListener("cockpit-style", event => applyTheme(event.detail && event.detail.style));
+    if (darkQuery && darkQuery.addEventListener)
+        darkQuery.addEventListener("change", () => applyTheme());
+
+    /* --- formatting */
+
+    function formatTime(usec) {
+        return new Date(usec / 1000).toLocaleString();
+    }
+
+    function formatDuration(usec) {
+        let s = Math.round(usec / 1e6);
+        if (s < 60)
+            return s + " s";
+        const parts = [];
+        for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+            if (s >= size) {
+                parts.push(Math.floor(s / size) + " " + unit);
+                s %= size;
+            }
+        }
+        if (s)
+            parts.push(s + " s");
+        return parts.join(" ");
+    }
+
+    /* systemd-like durations: "30s", "10min", "1h30min", "2d"; a bare number is seconds; "0"
+       means until cleared. Returns microseconds, or null when the text is not a duration. */
+    function parseDuration(text) {
+        let rest = text.replace(/\s+/g, "");
+        if (rest === "")
+            return null;
+        const units = { us: 1, ms: 1e3, s: 1e6, sec: 1e6, m: 60e6, min: 60e6, h: 3600e6, hr: 3600e6, d: 86400e6 };
+        const re = /^(\d+(?:\.\d+)?)(us|ms|sec|s|min|m|hr|h|d)?/;
+        let total = 0;
+        while (rest) {
+            const m = re.exec(rest);
+            if (!m)
+                return null;
+            total += parseFloat(m[1]) * units[m[2] || "s"];
+            rest = rest.slice(m[0].length);
+        }
+        return Math.round(total);
+    }
+
+    function sourceText(source, policy, unit) {
+        if (source === "policy" || (policy && source !== "override"))
+            return unit ? `${policy} for ${unit}` : policy;
+        if (source === "override")
+            return "set by an administrator";
+        if (source === "mitigation")
+            return "storm mitigation";
+        return "the machine's own value";
+    }
+
+    function sourceBadge(source) {
+        return el("span", { class: "thpd-source thpd-source-" + source, text: source });
+    }
+
+    /* --- the bus */
+
+    const client = cockpit.dbus(BUS_NAME, { bus: "system", superuser: "try" });
+    const manager = client.proxy(IFACE, PATH);
+    const permission = cockpit.permission({ admin: true });
+
+    let policies = [];          /* ListPolicies, refreshed when ActivePolicies or the diagnostics change */
+    let storms = [];            /* Storms: not announced, read again on storm signals */
+    const explained = new Map(); /* knob -> votes, for the rows whose explanation is open */
+    let busy = false;
+
+    function getProperty(name) {
+        return client.call(PATH, "org.freedesktop.DBus.Properties", "Get", [IFACE, name])
+                .then(reply => reply[0].v);
+    }
+
+    /* --- rendering */
+
+    function renderHeader() {
+        $("version").textContent = manager.Version ? "thpd " + manager.Version : "";
+        $("status").textContent = manager.Status || "";
+    }
+
+    function renderKnobs() {
+        const body = $("knobs-body");
+        const rows = [];
+        for (const [name, applied, target, baseline, source, policy, unit] of manager.Knobs || []) {
+            const open = explained.has(name);
+            const moved = applied !== baseline;
+            const appliedCell = cell("Applied", el("span", { class: "thpd-value" + (moved ? " thpd-moved" : ""), text: applied }),
+                                     applied !== target ? el("span", { class: "thpd-pending", text: ` (target ${target} not applied)` }) : null);
+            rows.push(el("tr", { "data-knob": name },
+                         el("th", { scope: "row", "data-label": "Knob", class: "thpd-mono", text: name }),
+                         appliedCell,
+                         cell("Target", el("span", { class: "thpd-value", text: target })),
+                         cell("Baseline", el("span", { class: "thpd-value", text: baseline })),
+                         cell("Source", sourceBadge(source), sourceText(source, policy, unit)),
+                         el("td", {},
+                            el("button", {
+                                type: "button",
+                                class: "pf-c-button pf-m-link pf-m-inline",
+                                "aria-expanded": open ? "true" : "false",
+                                "aria-label": `Explain ${name}`,
+                                onclick: () => toggleExplain(name),
+                                text: open ? "Hide votes" : "Explain",
+                            }))));
+            if (open) {
+                const votes = explained.get(name) || [];
+                rows.push(el("tr", { class: "thpd-explain-row" },
+                             el("td", { colspan: "6" },
+                                el("ul", { class: "thpd-votes", "aria-label": `Votes on ${name}` },
+                                   votes.map(([, value, vsource, vpolicy, vunit, wins]) =>
+                                       el("li", { class: wins ? "thpd-wins" : "" },
+                                          wins ? "→ " : "", el("span", { class: "thpd-value", text: value }), "  ",
+                                          sourceBadge(vsource), sourceText(vsource, vpolicy, vunit),
+                                          wins ? " (decides)" : ""))))));
+            }
+        }
+        body.replaceChildren(...rows);
+        renderOverrideKnobs();
+    }
+
+    function toggleExplain(knob) {
+        if (explained.has(knob)) {
+            explained.delete(knob);
+            renderKnobs();
+            return;
+        }
+        explained.set(knob, null);
+        refreshExplained([knob]);
+    }
+
+    function refreshExplained(knobs) {
+        for (const knob of knobs || explained.keys()) {
+            client.call(PATH, IFACE, "Explain", [knob])
+                    .then(reply => {
+                        if (explained.has(knob)) {
+                            explained.set(knob, reply[0]);
+                            renderKnobs();
+                        }
+                    }, error => showError(`Could not explain ${knob}`, error));
+        }
+        renderKnobs();
+    }
+
+    function renderOverride() {
+        const values = manager.Override || {};
+        const names = Object.keys(values).sort();
+        const now = $("override-now");
+        if (names.length === 0) {
+            now.textContent = "No override: policies, storm mitigation and the baseline decide.";
+        } else {
+            const expires = manager.OverrideExpiresAt || 0;
+            now.replaceChildren("In force: ",
+                                el("span", { class: "thpd-value", text: names.map(k => `${k}=${values[k]}`).join(" ") }),
+                                expires ? ` until ${formatTime(expires)}` : " until cleared");
+        }
+        $("override-clear").dataset.empty = names.length === 0 ? "1" : "";
+        updateControls();
+    }
+
+    function renderOverrideKnobs() {
+        const select = $("override-knob");
+        const wanted = select.value;
+        const names = (manager.Knobs || []).map(row => row[0]);
+        if (select.options.length !== names.length || names.some((n, i) => select.options[i].value !== n)) {
+            select.replaceChildren(...names.map(n => el("option", { value: n, text: n })));
+            if (names.includes(wanted))
+                select.value = wanted;
+            renderOverrideValues();
+        }
+    }
+
+    /* The value control: a list of the knob's words, or a number field for numeric knobs. */
+    function renderOverrideValues() {
+        const knob = $("override-knob").value;
+        const words = knobWords(knob);
+        const old = $("override-value");
+        let control;
+        if (words) {
+            control = el("select", { class: "pf-c-form-control", id: "override-value" },
+                         words.map(w => el("option", { value: w, text: w })));
+        } else {
+            control = el("input", { class: "pf-c-form-control", id: "override-value", type: "number", min: "0", step: "1" });
+            const row = (manager.Knobs || []).find(r => r[0] === knob);
+            if (row)
+                control.value = row[1];
+        }
+        old.replaceWith(control);
+        updateControls();
+    }
+
+    function renderPolicies() {
+        const active = new Map((manager.ActivePolicies || []).map(([name, units]) => [name, units]));
+        const broken = new Set((manager.PolicyDiagnostics || [])
+                .filter(d => d[3] === "error" && d[0]).map(d => d[0]));
+        const rows = [];
+        const seen = new Set();
+        for (const [name, path, maskedBy, description, , patterns] of policies) {
+            seen.add(name);
+            let state = "inactive";
+            if (active.has(name))
+                state = "active";
+            else if (maskedBy)
+                state = "masked";
+            else if (broken.has(name))
+                state = "not loaded";
+            const units = active.has(name)
+                ? el("span", { class: "thpd-mono", text: active.get(name).join(" ") })
+                : el("span", { class: "thpd-muted thpd-mono", text: (patterns || []).join(" ") });
+            rows.push(el("tr", { "data-policy": name, "data-state": state },
+                         el("th", { scope: "row", "data-label": "Policy", title: description || null, text: name }),
+                         cell("State", state === "active" ? el("strong", { text: state }) : state),
+                         cell("Units", units),
+                         cell("File", el("span", { class: "thpd-mono", text: maskedBy ? `masked by ${maskedBy}` : path }))));
+        }
+        /* ListPolicies may lag behind a change event; the property is the truth for what is active. */
+        for (const [name, units] of active) {
+            if (!seen.has(name)) {
+                rows.push(el("tr", { "data-policy": name, "data-state": "active" },
+                             el("th", { scope: "row", "data-label": "Policy", text: name }),
+                             cell("State", el("strong", { text: "active" })),
+                             cell("Units", el("span", { class: "thpd-mono", text: units.join(" ") })),
+                             cell("File", "")));
+            }
+        }
+        if (rows.length === 0)
+            rows.push(el("tr", {}, el("td", { colspan: "4", class: "thpd-muted", text: "No policy files found." })));
+        $("policies-body").replaceChildren(...rows);
+    }
+
+    function renderPools() {
+        const pools = manager.HugeTLBPools || [];
+        $("pools-none").hidden = pools.length > 0;
+        $("pools-table").hidden = pools.length === 0;
+        $("pools-body").replaceChildren(...pools.map(([kb, node, target, allocated, free, shortfall]) =>
+            el("tr", {},
+               el("th", { scope: "row", "data-label": "Page size", text: kb >= 1048576 ? `${kb / 1048576} GiB` : `${kb / 1024} MiB` }),
+               cell("Node", node < 0 ? "all" : String(node)),
+               cell("Requested", String(target)),
+               cell("Allocated", el("span", { class: allocated < target ? "thpd-pending" : "", text: String(allocated) })),
+               cell("Free", String(free)),
+               cell("Shortfall", shortfall ? el("span", { class: "thpd-pending", text: shortfall }) : "none"))));
+    }
+
+    function renderStorms() {
+        const state = manager.StormState || "unknown";
+        const action = manager.StormAction || "unknown";
+        const explainAction = action === "mitigate"
+            ? "thpd votes for softer settings while a storm lasts"
+            : "thpd reports storms and changes nothing";
+        $("storm-state").replaceChildren(el("strong", { id: "storm-phase", "data-state": state, text: state }),
+                                         ` (action: ${action}: ${explainAction})`);
+        $("storms-table").hidden = storms.length === 0;
+        $("storms-body").replaceChildren(...storms.map(([kind, phase, figures]) =>
+            el("tr", { "data-kind": kind },
+               el("th", { scope: "row", "data-label": "Kind", text: kind }),
+               cell("Phase", phase),
+               cell("Figures", el("span", {
+                   class: "thpd-mono",
+                   text: Object.entries(figures || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ") || "—",
+               })))));
+    }
+
+    function refreshStorms() {
+        getProperty("Storms").then(value => {
+            storms = value || [];
+            renderStorms();
+        }, () => { /* an older daemon or a transient error: the phase from StormState stays */ });
+    }
+
+    function renderRestart() {
+        const rows = manager.NeedsRestart || [];
+        $("restart-alert").hidden = rows.length === 0;
+        $("restart-list").replaceChildren(...rows.map(([unit, policy]) =>
+            el("li", {}, el("strong", { class: "thpd-mono", text: unit }), ` (${policy} applied after it started)`)));
+    }
+
+    function renderDiagnostics() {
+        const rows = manager.PolicyDiagnostics || [];
+        $("diagnostics-alert").hidden = rows.length === 0;
+        const errors = rows.filter(r => r[3] === "error").length;
+        $("diagnostics-alert").classList.toggle("pf-m-danger", errors > 0);
+        $("diagnostics-alert").classList.toggle("pf-m-warning", errors === 0);
+        $("diagnostics-title").textContent = errors > 0
+            ? `Policy files with problems: ${errors} error${errors === 1 ? "" : "s"}, ${rows.length - errors} warning${rows.length - errors === 1 ? "" : "s"}`
+            : `Policy files with warnings: ${rows.length}`;
+        $("diagnostics-list").replaceChildren(...rows.map(([, file, line, severity, message]) =>
+            el("li", { text: `${file}${line ? ":" + line : ""}: ${severity}: ${message}` })));
+    }
+
+    function refreshPolicies() {
+        client.call(PATH, IFACE, "ListPolicies", [])
+                .then(reply => {
+                    policies = reply[0] || [];
+                    renderPolicies();
+                }, error => showError("Could not list the policies", error));
+    }
+
+    function renderAll() {
+        renderHeader();
+        renderKnobs();
+        renderOverride();
+        renderPolicies();
+        renderPools();
+        renderStorms();
+        renderRestart();
+        renderDiagnostics();
+    }
+
+    /* --- live events */
+
+    function addEvent(...parts) {
+        $("events-none").hidden = true;
+        const list = $("events-list");
+        list.prepend(el("li", {}, el("span", { class: "thpd-time", text: new Date().toLocaleTimeString() }), ...parts));
+        while (list.children.length > MAX_EVENTS)
+            list.lastChild.remove();
+    }
+
+    manager.addEventListener("signal", (event, name, args) => {
+        if (name === "Applied") {
+            for (const [knob, from, to, reason] of args[0] || [])
+                addEvent(el("span", { class: "thpd-mono", text: `${knob}: ${from} → ${to}` }), ` (${reason})`);
+            refreshExplained();
+        } else if (name === "StormDetected") {
+            const figures = Object.entries(args[1] || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ");
+            addEvent(el("strong", { text: `${args[0]} storm detected` }), figures ? `: ${figures}` : "");
+            refreshStorms();
+        } else if (name === "StormCleared") {
+            addEvent(`${args[0]} storm cleared after ${formatDuration(args[1])}`);
+            refreshStorms();
+        }
+    });
+
+    manager.addEventListener("changed", (event, changed) => {
+        changed = changed || {};
+        renderAll();
+        if ("ActivePolicies" in changed || "PolicyDiagnostics" in changed)
+            refreshPolicies();
+        if ("StormState" in changed)
+            refreshStorms();
+    });
+
+    /* The daemon went away (or came back: D-Bus activation, systemctl restart thpd). */
+    client.addEventListener("owner", (event, owner) => {
+        showDaemon(owner !== null && owner !== undefined);
+        if (owner) {
+            refreshPolicies();
+            refreshStorms();
+        }
+    });
+
+    function showDaemon(running, why) {
+        $("daemon-alert").hidden = running;
+        if (!running)
+            $("daemon-alert-text").textContent = why || "thpd is not running: nothing answers as org.thpd1 on the system bus (systemctl start thpd).";
+        updateControls();
+    }
+
+    /* --- changes */
+
+    function updateControls() {
+        const allowed = permission.allowed === true;
+        const up = manager.valid;
+        const disabled = !allowed || !up || busy;
+        for (const id of ["override-knob", "override-value", "override-duration", "override-set", "reload"])
+            $(id).disabled = disabled;
+        $("override-clear").disabled = disabled || $("override-clear").dataset.empty === "1";
+        $("limited-alert").hidden = permission.allowed !== false;
+        const hint = allowed ? "" : "Needs administrative access";
+        for (const id of ["override-set", "override-clear", "reload"])
+            $(id).title = hint;
+    }
+
+    permission.addEventListener("changed", updateControls);
+
+    function showError(title, error) {
+        const denied = error && (error.name === "org.freedesktop.DBus.Error.AccessDenied" ||
+                                 error.problem === "access-denied" ||
+                                 error.name === "org.freedesktop.PolicyKit1.Error.NotAuthorized");
+        const alert = $("action-alert");
+        alert.dataset.kind = denied ? "denied" : "error";
+        $("action-alert-title").textContent = denied ? `Not permitted: ${title}` : title;
+        let text = cockpit.message(error);
+        if (error && error.name && !denied)
+            text = `${error.name}: ${text}`;
+        if (denied)
+            text += " Changes need root or the polkit action org.thpd1.manage: turn on administrative access in Cockpit, or ask an administrator.";
+        $("action-alert-text").textContent = text;
+        alert.hidden = false;
+    }
+
+    function clearError() {
+        $("action-alert").hidden = true;
+        delete $("action-alert").dataset.kind;
+    }
+
+    function privileged(title, method, args, signature) {
+        clearError();
+        busy = true;
+        updateControls();
+        const done = () => {
+            busy = false;
+            updateControls();
+        };
+        return client.call(PATH, IFACE, method, args, { type: signature, timeout: 120000 })
+                .then(() => {
+                    done();
+                    return true;
+                }, error => {
+                    done();
+                    showError(title, error);
+                    return false;
+                });
+    }
+
+    function setOverride(values, usec) {
+        return privileged("set the override", "SetOverride", [values, usec], "a{ss}t");
+    }
+
+    function clearOverride() {
+        return privileged("clear the override", "ClearOverride", [], "");
+    }
+
+    function reload() {
+        return privileged("reload the policies", "Reload", [], "")
+                .then(ok => {
+                    if (ok)
+                        addEvent("Policies reloaded");
+                    return ok;
+                });
+    }
+
+    $("override-knob").addEventListener("change", renderOverrideValues);
+
+    $("override-form").addEventListener("submit", event => {
+        event.preventDefault();
+        const knob = $("override-knob").value;
+        const value = String($("override-value").value).trim();
+        const usec = parseDuration($("override-duration").value);
+        if (!knob || value === "") {
+            showError("Choose a knob and a value", { message: "The override needs a knob and its value." });
+            return;
+        }
+        if (usec === null) {
+            showError("Not a duration", { message: `"${$("override-duration").value}" is not a duration: use 30s, 10min, 2h, 1d, or 0 for until cleared.` });
+            $("override-duration").focus();
+            return;
+        }
+        const values = Object.assign({}, manager.Override || {});
+        values[knob] = value;
+        setOverride(values, usec);
+    });
+    $("override-clear").addEventListener("click", clearOverride);
+    $("reload").addEventListener("click", reload);
+
+    /* --- per-unit THP usage, once the interface has it. Another branch adds a usage method to
+       org.thpd1.Manager; this page looks at the running daemon's introspection data for a
+       method whose name contains "Usage" and takes no arguments, and shows what it returns as
+       a table (one row per struct). A dedicated renderer can replace renderUsage() then. */
+
+    const usageSection = {
+        method: null,
+        detect() {
+            return client.call(PATH, "org.freedesktop.DBus.Introspectable", "Introspect", [])
+                    .then(reply => {
+                        const xml = new DOMParser().parseFromString(reply[0], "application/xml");
+                        for (const m of xml.querySelectorAll(`interface[name="${IFACE}"] > method`)) {
+                            const name = m.getAttribute("name");
+                            if (/Usage/.test(name) && !m.querySelector('arg[direction="in"]'))
+                                this.method = name;
+                        }
+                        return this.method;
+                    }, () => null);
+        },
+        refresh() {
+            if (!this.method)
+                return;
+            client.call(PATH, IFACE, this.method, [])
+                    .then(reply => renderUsage(reply[0]), () => { $("usage-card").hidden = true; });
+        },
+    };
+
+    function renderUsage(rows) {
+        if (!Array.isArray(rows)) {
+            $("usage-card").hidden = true;
+            return;
+        }
+        $("usage-card").hidden = false;
+        $("usage-body").replaceChildren(
+            rows.length === 0
+                ? el("p", { class: "thpd-muted", text: "No unit uses huge pages." })
+                : el("table", { class: "pf-c-table pf-m-compact thpd-table", "aria-labelledby": "usage-title" },
+                     el("tbody", {}, rows.map(row => el("tr", {},
+                         (Array.isArray(row) ? row : [row]).map((v, i) =>
+                             i === 0 ? el("th", { scope: "row", "data-label": "Unit", text: String(v) })
+                                 : cell("", typeof v === "object" ? JSON.stringify(v) : String(v))))))));
+    }
+
+    /* --- start */
+
+    manager.wait(() => {
+        if (!manager.valid) {
+            showDaemon(false);
+            return;
+        }
+        showDaemon(true);
+        renderAll();
+        refreshPolicies();
+        refreshStorms();
+        usageSection.detect().then(found => {
+            if (found) {
+                usageSection.refresh();
+                manager.addEventListener("changed", () => usageSection.refresh());
+            }
+        });
+        document.body.dataset.ready = "1";
+    });
+    updateControls();
+
+    /* For the browser test and the console: the actions without the form (and without its
+       disabled state, so that a refusal by thpd can be seen). */
+    window.thpdPage = { setOverride, clearOverride, reload, parseDuration, manager, permission };
+})();
