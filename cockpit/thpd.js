@@ -401,6 +401,7 @@
         renderStorms();
         renderRestart();
         renderDiagnostics();
+        renderIsolated();
     }
 
     /* --- live events */
@@ -550,47 +551,55 @@
     $("override-clear").addEventListener("click", clearOverride);
     $("reload").addEventListener("click", reload);
 
-    /* --- per-unit THP usage, once the interface has it. Another branch adds a usage method to
-       org.thpd1.Manager; this page looks at the running daemon's introspection data for a
-       method whose name contains "Usage" and takes no arguments, and shows what it returns as
-       a table (one row per struct). A dedicated renderer can replace renderUsage() then. */
+    /* --- what each unit holds (GetUnitUsage, read on demand: after a change thpd reported,
+       never on a timer) and the Scope=service units (IsolatedServices) */
 
-    const usageSection = {
-        method: null,
-        detect() {
-            return client.call(PATH, "org.freedesktop.DBus.Introspectable", "Introspect", [])
-                    .then(reply => {
-                        const xml = new DOMParser().parseFromString(reply[0], "application/xml");
-                        for (const m of xml.querySelectorAll(`interface[name="${IFACE}"] > method`)) {
-                            const name = m.getAttribute("name");
-                            if (/Usage/.test(name) && !m.querySelector('arg[direction="in"]'))
-                                this.method = name;
-                        }
-                        return this.method;
-                    }, () => null);
-        },
-        refresh() {
-            if (!this.method)
-                return;
-            client.call(PATH, IFACE, this.method, [])
-                    .then(reply => renderUsage(reply[0]), () => { $("usage-card").hidden = true; });
-        },
-    };
+    /* D-Bus "t" arrives as a JS number; UINT64_MAX (unknown) rounds to 2^64. */
+    function formatBytes(n) {
+        if (typeof n !== "number" || n >= 2 ** 63)
+            return "unknown";
+        const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+        let i = 0;
+        while (n >= 1024 && i < units.length - 1) {
+            n /= 1024;
+            i++;
+        }
+        return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+    }
 
     function renderUsage(rows) {
-        if (!Array.isArray(rows)) {
-            $("usage-card").hidden = true;
+        $("usage-none").hidden = rows.length > 0;
+        $("usage-table").hidden = rows.length === 0;
+        $("usage-body").replaceChildren(...rows.map(([unit, policy, anon, shmem, source]) =>
+            el("tr", {},
+               el("th", { scope: "row", "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+               cell("Policy", policy),
+               cell("Anonymous THP", formatBytes(anon)),
+               cell("Shmem THP", formatBytes(shmem)),
+               cell("Read from", source || "nowhere (unknown)"))));
+    }
+
+    let usagePending = false;
+    function refreshUsage() {
+        if (usagePending)
             return;
-        }
-        $("usage-card").hidden = false;
-        $("usage-body").replaceChildren(
-            rows.length === 0
-                ? el("p", { class: "thpd-muted", text: "No unit uses huge pages." })
-                : el("table", { class: "pf-c-table pf-m-compact thpd-table", "aria-labelledby": "usage-title" },
-                     el("tbody", {}, rows.map(row => el("tr", {},
-                         (Array.isArray(row) ? row : [row]).map((v, i) =>
-                             i === 0 ? el("th", { scope: "row", "data-label": "Unit", text: String(v) })
-                                 : cell("", typeof v === "object" ? JSON.stringify(v) : String(v))))))));
+        usagePending = true;
+        client.call(PATH, IFACE, "GetUnitUsage", [])
+                .then(reply => renderUsage(reply[0] || []),
+                      () => { /* an older daemon: the card keeps what it showed */ })
+                .finally(() => { usagePending = false });
+    }
+
+    function renderIsolated() {
+        const rows = manager.IsolatedServices || [];
+        $("isolated").hidden = rows.length === 0;
+        $("isolated-body").replaceChildren(...rows.map(([unit, policy, mode, state, note]) =>
+            el("tr", {},
+               el("th", { scope: "row", "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+               cell("Policy", policy),
+               cell("Its processes get", `THP ${mode}`),
+               cell("State", state),
+               cell("Note", note || "—"))));
     }
 
     /* --- start */
@@ -604,12 +613,8 @@
         renderAll();
         refreshPolicies();
         refreshStorms();
-        usageSection.detect().then(found => {
-            if (found) {
-                usageSection.refresh();
-                manager.addEventListener("changed", () => usageSection.refresh());
-            }
-        });
+        refreshUsage();
+        manager.addEventListener("changed", refreshUsage);
         document.body.dataset.ready = "1";
     });
     updateControls();

@@ -1127,6 +1127,10 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(admin.evaluate('thpdWin().systemTestMark'), 1, 'the page was not reloaded')
         self.assert_page_shows(c, admin)
         self.assertIn('redis.conf for redis-server.service', self.page_knobs(admin)['defrag'][4])
+        # The THP Redis holds, read through GetUnitUsage after the change: a row for it.
+        admin.wait('[...thpdDoc().querySelectorAll("#usage-body tr")].some(r => '
+                   'r.textContent.includes("redis-server.service") && r.textContent.includes("redis.conf"))',
+                   DEADLINE, 'Redis in the THP-held table')
         log(f'{c.name}: page followed Redis\' start ({time.monotonic() - started:.1f} s)')
 
         # Dark mode and a narrow window, as the browser asks for them.
