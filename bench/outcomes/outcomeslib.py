@@ -71,16 +71,49 @@ class RealSysLock:
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = self._holder()
+            if holder in _ancestors():
+                # `flock /tmp/thpd-real-sys.lock python3 bench/outcomes/NAME.py`: our caller
+                # holds it for us (a second flock here would wait for ever).
+                log(f'{self.path} is held by our caller (PID {holder})')
+                os.close(self.fd)
+                self.fd = None
+                return self
             log(f'waiting for {self.path} (another real-/sys run holds it)')
             began = time.monotonic()
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             log(f'got {self.path} after {time.monotonic() - began:.0f} s')
         return self
 
+    def _holder(self):
+        """The PID holding the flock on our file (from /proc/locks), or None."""
+        inode = os.fstat(self.fd).st_ino
+        for line in Path('/proc/locks').read_text().splitlines():
+            fields = line.split()
+            # Waiters are listed as "N: -> FLOCK ...".
+            if len(fields) > 5 and fields[1] == 'FLOCK' and fields[5].rsplit(':', 1)[-1] == str(inode):
+                return int(fields[4])
+        return None
+
     def __exit__(self, *exc):
+        if self.fd is None:
+            return
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
+
+
+def _ancestors():
+    pids = set()
+    pid = os.getppid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            stat = Path(f'/proc/{pid}/stat').read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(')') + 2:].split()[1])
+    return pids
 
 
 def current_word(path):
