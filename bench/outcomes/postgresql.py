@@ -7,7 +7,7 @@
 (root; build thpd first; needs Debian's postgresql-15 (its binaries in
 /usr/lib/postgresql/15/bin, pgbench among them; no cluster or service of its own is used)
 and python3-matplotlib for the plot; takes the real-/sys lock for the measured runs only.
-About 35 s per run.)
+About 25 s per run, 5 minutes in all.)
 
 Before the lock: initdb of a private cluster (user postgres, trust over a private Unix socket,
 no TCP) with the shipped policy's sizing: shared_buffers=128MB, for which PostgreSQL 15's

@@ -6,7 +6,7 @@
 
 (root; build thpd first; needs Debian's redis-server (apt-get install redis-server; its own
 service need not run) and python3-matplotlib for the plot; takes the real-/sys lock. About
-40 s per run.)
+60 s per run, 6 minutes in all on the development VM.)
 
 thpd runs on the real /sys with the shipped policies and a thpd.conf whose baseline is
 enabled=always defrag=madvise. Each run starts Debian's /usr/bin/redis-server with a config of
