@@ -385,6 +385,12 @@ def cell(values, fmt='{:.1f}'):
     return f'{fmt.format(med)} [{fmt.format(lo)}–{fmt.format(hi)}]'
 
 
+def shown(path):
+    """path relative to the source tree when inside it (docs/outcomes/...), else absolute."""
+    path = Path(path).resolve()
+    return path.relative_to(TOP) if path.is_relative_to(TOP) else path
+
+
 def write_csv(path, rows):
     """rows: list of dicts with the same keys."""
     path = Path(path)
@@ -393,7 +399,7 @@ def write_csv(path, rows):
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    log(f'wrote {path.relative_to(TOP) if path.is_relative_to(TOP) else path}')
+    log(f'wrote {shown(path)}')
 
 
 def write_json(path, value):
@@ -417,7 +423,7 @@ def pyplot():
 def save_figure(fig, path):
     """PNG without a timestamp in its metadata, so an unchanged plot stays byte-identical."""
     fig.savefig(path, metadata={'Software': None}, bbox_inches='tight')
-    log(f'wrote {Path(path).relative_to(TOP)}')
+    log(f'wrote {shown(path)}')
 
 
 def out_paths(name, quick):
