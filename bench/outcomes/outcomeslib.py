@@ -184,6 +184,10 @@ def _exit_on_signal(signum, frame):
 
 
 def check_root():
+    """Exits unless this can run; from here on SIGTERM/SIGINT/SIGHUP raise SystemExit, so the
+    finally blocks clean up even while waiting for the lock."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
     if os.geteuid() != 0:
         sys.exit('outcome benchmarks write /sys: run them as root')
     reason = thpdtest.stack_unavailable_reason()
