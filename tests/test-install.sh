@@ -78,7 +78,11 @@ expected=(
         "$completionsdir/thpd-ctl"
         /usr/share/pkgconfig/thpd.pc
         /usr/share/thpd/thpd-ctl.schema.json
+        /usr/share/doc/thpd/outcomes.md
         /usr/share/doc/thpd/outcomes-measured.md
+        /usr/share/doc/thpd/outcomes/compaction.png
+        /usr/share/doc/thpd/outcomes/redis.png
+        /usr/share/doc/thpd/outcomes/postgresql.png
         /usr/share/doc/thpd/packaging-redis-example.md
         /usr/share/cockpit/thpd/manifest.json
         /usr/share/cockpit/thpd/index.html
