@@ -107,7 +107,10 @@ class RealKernelRedisTest(ThpdTestCase):
     def redis_command(self):
         redis = shutil.which('redis-server')
         if redis:
-            return (redis, '--port', '0', '--save', '', '--appendonly', 'no')
+            # No TCP port, but a socket: with neither, Redis exits at once ("Configured to not
+            # listen anywhere").
+            return (redis, '--port', '0', '--unixsocket', str(self.tmp / 'redis.sock'), '--save', '',
+                    '--appendonly', 'no')
         return ('sleep', 'infinity')
 
     def test_redis_turns_thp_off_and_back(self):
