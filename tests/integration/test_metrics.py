@@ -317,7 +317,12 @@ class MetricsTest(MetricsTestCase):
         daemon = self.start_thpd()
         self.wait_file(lambda m: value(m, 'thpd_systemd_manager_ready') == 1, 'the units listed')
         self.assert_rewrites(daemon, 1)
-        inode, rewrites = self.prom.stat().st_ino, self.rewrites(daemon)
+        # Held open: the file thpd replaces (a temporary renamed over it, never written in
+        # place) must end unlinked with its old text. An inode number alone can be reused.
+        first = open(self.prom, 'rb')
+        self.addCleanup(first.close)
+        first_text = first.read()
+        rewrites = self.rewrites(daemon)
 
         # Units no policy matches, and an override set twice to the same value: applies, but
         # nothing a metric shows changes the second time.
@@ -336,7 +341,9 @@ class MetricsTest(MetricsTestCase):
         self.assertIsNotNone(after_override)
         # Override on, off, barrier unit started and stopped.
         self.assert_rewrites(daemon, rewrites + 4)
-        self.assertNotEqual(self.prom.stat().st_ino, inode)
+        self.assertEqual(os.fstat(first.fileno()).st_nlink, 0, 'the first file was not replaced')
+        first.seek(0)
+        self.assertEqual(first.read(), first_text, 'the first file was written in place')
 
         # A policy's unit: a start and a stop change the file; the applies for the unit's
         # other state changes (job queued, running, job done, deactivating) do not.
