@@ -126,7 +126,6 @@ START_TEST(test_load_from_search_path) {
         ck_assert_int_eq(symlink("/dev/null", masked), 0);
         test_write_file(low, "masked.service", "[Service]\nExecStart=/bin/x\n");
 
-        unit_exec_init(&u);
         ck_assert_int_eq(unit_files_load_exec(path, "foo.service", &u, &fragment), 0);
         ck_assert_str_eq(fragment, high_foo);
         /* high fragment, service.d/05-all, foo.service.d/10-a (reset), 20-b from high */
