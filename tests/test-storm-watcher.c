@@ -304,9 +304,11 @@ START_TEST(test_direct_compaction_storm) {
 
         /* Not before StormAfter of hot windows; the first of them may have begun up to a window
          * before the storm, and still be hot on average, and the window that ends nearest to
-         * StormAfter= (or CoolAfter=) counts, which may be half a window short of it. */
-        ck_assert_uint_ge(sc.detected_at, sc.storm_started + cfg.storm_after_usec - cfg.window_usec - cfg.window_usec / 2);
-        ck_assert_uint_ge(sc.cleared_at, sc.detected_at + cfg.cool_after_usec - cfg.window_usec / 2);
+         * StormAfter= (or CoolAfter=) counts, which may be half a window short of it: half of
+         * the window as it was measured, which a loaded machine stretches (a late sample). So a
+         * whole window of slack for that half. */
+        ck_assert_uint_ge(sc.detected_at, sc.storm_started + cfg.storm_after_usec - 2 * cfg.window_usec);
+        ck_assert_uint_ge(sc.cleared_at, sc.detected_at + cfg.cool_after_usec - cfg.window_usec);
 
         /* The figures are what the writer played, give or take timer jitter. */
         ck_assert_double_gt(sc.trip.compact_stalls_per_sec, 500);
