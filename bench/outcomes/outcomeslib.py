@@ -31,7 +31,6 @@ import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 TOP = HERE.parents[1]
 sys.path.insert(0, str(TOP / 'tests' / 'integration'))
 import thpdtest  # noqa: E402
+from thp_fragment import meminfo  # noqa: E402,F401  (lib.meminfo for the scenarios)
 
 THP = Path('/sys/kernel/mm/transparent_hugepage')
 HUGEPAGES = Path('/sys/kernel/mm/hugepages')
@@ -285,14 +285,6 @@ def pool_pages(size_kb=2048, field='nr_hugepages'):
 
 # ---------------------------------------------------------------------------------------------
 # /proc
-
-def meminfo():
-    values = {}
-    for line in Path('/proc/meminfo').read_text().splitlines():
-        name, rest = line.split(':', 1)
-        values[name] = int(rest.split()[0])
-    return values
-
 
 def vmstat():
     return {k: int(v) for k, v in (line.split() for line in Path('/proc/vmstat').read_text().splitlines())}
