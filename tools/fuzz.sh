@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Builds the libFuzzer targets (meson -Dfuzz=true, clang) in build-fuzz/ and fuzzes each for
-# SECONDS (default 20), one at a time. Usage: tools/fuzz.sh [SECONDS] [fuzz-NAME...]
+# SECONDS (default 20), as many at once as there are cores (FUZZ_JOBS= sets it).
+# Usage: tools/fuzz.sh [SECONDS] [fuzz-NAME...]
 #
 # Each target starts from its seed corpus and regression inputs in tests/fuzz/<target>/ (read
 # only) and keeps what it finds in build-fuzz/corpus/<target>/, so a later run goes on from
@@ -47,21 +48,42 @@ meson compile -C "$build" "${targets[@]}"
 mkdir -p "$build/artifacts" "$build/logs"
 summary="$build/fuzz-summary.txt"
 printf '%-14s %8s %12s %10s %8s %8s %8s  %s\n' target seconds execs 'execs/s' cov ft corpus result >"$summary"
-failed=0
-for t in "${targets[@]}"; do
-        exe="$build/fuzz/$t"
-        seeds="tests/fuzz/$t"
-        corpus="$build/corpus/$t"
-        log="$build/logs/$t.log"
-        dict="fuzz/$t.dict"
-        [ -x "$exe" ] || { echo "fuzz: no target $t in $build/fuzz" >&2; exit 2; }
+
+# fuzz_one TARGET: one libFuzzer run; its exit status in $build/logs/TARGET.status.
+fuzz_one() {
+        local t=$1
+        local exe="$build/fuzz/$t" seeds="tests/fuzz/$t" corpus="$build/corpus/$t" dict="fuzz/$t.dict"
         mkdir -p "$corpus"
-        args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-              -artifact_prefix="$build/artifacts/$t-")
+        local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                    -artifact_prefix="$build/artifacts/$t-")
         [ -f "$dict" ] && args+=(-dict="$dict")
+        local status=0
+        "$exe" "${args[@]}" "$corpus" "$seeds" >"$build/logs/$t.log" 2>&1 || status=$?
+        echo "$status" >"$build/logs/$t.status"
+}
+
+# Each target is one single-threaded process: as many run at once as there are cores, so a run
+# takes the same fuzzing time per target in less wall time.
+jobs=${FUZZ_JOBS:-$(nproc)}
+for t in "${targets[@]}"; do
+        [ -x "$build/fuzz/$t" ] || { echo "fuzz: no target $t in $build/fuzz" >&2; exit 2; }
+done
+running=0
+for t in "${targets[@]}"; do
+        if [ "$running" -ge "$jobs" ]; then
+                wait -n || true
+                running=$((running - 1))
+        fi
         echo "== $t for $seconds s"
-        status=0
-        "$exe" "${args[@]}" "$corpus" "$seeds" >"$log" 2>&1 || status=$?
+        fuzz_one "$t" &
+        running=$((running + 1))
+done
+wait
+
+failed=0 passed=0
+for t in "${targets[@]}"; do
+        log="$build/logs/$t.log"
+        status=$(cat "$build/logs/$t.status")
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
         rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
         final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|NEW|REDUCE|pulse|INITED)' "$log" | tail -1 || true)
@@ -70,17 +92,20 @@ for t in "${targets[@]}"; do
         corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$final")
         if [ "$status" -eq 0 ]; then
                 result=ok
+                passed=$((passed + 1))
         else
                 result="FAILED (status $status)"
-                failed=1
+                failed=$((failed + 1))
                 tail -n 60 "$log"
                 ls -l "$build/artifacts/$t-"* 2>/dev/null || true
         fi
         printf '%-14s %8s %12s %10s %8s %8s %8s  %s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
-                "${ft:-?}" "${corp:-?}" "$result" | tee -a "$summary"
+                "${ft:-?}" "${corp:-?}" "$result" >>"$summary"
 done
 echo
 cat "$summary"
+# tools/test.sh counts the targets as its fuzz layer's tests.
+[ -z "${FUZZ_COUNT:-}" ] || echo "$passed $failed 0" >"$FUZZ_COUNT"
 if [ "$failed" -ne 0 ]; then
         echo "fuzz: a target failed; the input that did it is in $build/artifacts/, the log in $build/logs/" >&2
         exit 1

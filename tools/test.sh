@@ -1,55 +1,190 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds with
-# -Werror, runs every test (unit, integration on a private bus with a real systemd --user
-# manager, and the real-kernel tests when /sys is writable), the system layer (the .deb in booted
-# systemd-nspawn containers, tools/system-test.sh), then again under ASan/UBSan, and
-# the unit tests and the daemon once more under valgrind. Run as root for the integration and
-# real-kernel layers; they are skipped, visibly, otherwise.
+# thpd's tests in two tiers, from a fresh Debian 12 machine (each installs what it needs):
+#
+#     tools/test.sh          the quick tier: the -Werror build, then the unit, checks and
+#                            integration suites (a few minutes; the README's test command)
+#     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
+#                            and real-kernel suites, the system layer (our .deb in booted
+#                            systemd-nspawn containers), the unit, integration and faults suites
+#                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s
+#
+# Each configuration is built once. Run as root: the integration, faults, real-kernel and system
+# layers need it and report "skipped" otherwise. Every layer prints its time and its count; the
+# run ends with a table of the layers and an "N passed, N failed" line. docs/testing.md says what
+# each layer covers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools/deps.sh
+tier=quick
+case "${1:-}" in
+        "") ;;
+        --full) tier=full ;;
+        -h|--help)
+                sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'
+                exit 0 ;;
+        *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
+esac
 
-run_suite() {
-        local dir=$1; shift
-        rm -rf "$dir"
-        meson setup "$dir" -Dwerror=true "$@"
-        meson compile -C "$dir"
-        meson test -C "$dir" --print-errorlogs --num-processes 2
+# The integration scenarios mostly wait on their own systemd --user manager and bus, so more of
+# them than there are cores run at once.
+jobs=$(( $(nproc) * 2 ))
+results=$(mktemp -d /tmp/thpd-test.XXXXXX)
+trap 'rm -rf "$results"' EXIT
+started=$SECONDS
+
+# layer NAME COMMAND...: runs one layer, timed. COMMAND writes "PASSED FAILED SKIPPED" to
+# $count (meson_layer does it from meson's test log); a layer that does not is counted as one
+# test that passed or failed with its exit status.
+layer() {
+        local name=$1; shift
+        local count="$results/count" start=$SECONDS rc=0
+        rm -f "$count"
+        echo
+        echo "== $name"
+        export count
+        "$@" || rc=$?
+        local passed failed skipped
+        if [ -s "$count" ]; then
+                read -r passed failed skipped <"$count"
+        elif [ "$rc" -eq 0 ]; then
+                passed=1 failed=0 skipped=0
+        else
+                passed=0 failed=1 skipped=0
+        fi
+        # A layer that fails without naming a failed test (a build error, a crashed runner) fails.
+        [ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+        printf '%s\t%s\t%s\t%s\t%s\n' "$name" $((SECONDS - start)) "$passed" "$failed" "$skipped" >>"$results/table"
+        printf -- '-- %s: %d s, %d passed, %d failed, %d skipped\n' "$name" $((SECONDS - start)) "$passed" "$failed" "$skipped"
+        return "$rc"
 }
 
-echo "== build with -Werror and run every test"
-run_suite build-test
+summary() {
+        echo
+        echo "== $tier tier: $((SECONDS - started)) s"
+        printf '%-34s %7s %7s %7s %7s\n' layer seconds passed failed skipped
+        local name seconds passed failed skipped total_passed=0 total_failed=0
+        while IFS=$'\t' read -r name seconds passed failed skipped; do
+                printf '%-34s %7s %7s %7s %7s\n' "$name" "$seconds" "$passed" "$failed" "$skipped"
+                total_passed=$((total_passed + passed))
+                total_failed=$((total_failed + failed))
+        done <"$results/table"
+        echo "$total_passed passed, $total_failed failed"
+}
 
-echo "== the system layer: thpd's .deb under a booted systemd with Debian's Redis and PostgreSQL"
-# Exits 77 with the reason when it cannot run here (not root, no nspawn boot).
-rc=0
-tools/system-test.sh -v || rc=$?
-if [ "$rc" -eq 77 ]; then
-        echo "system layer skipped (reason above)"
-elif [ "$rc" -ne 0 ]; then
-        exit "$rc"
+# meson_layer BUILDDIR LOGNAME [meson test arguments]: counts from meson's own test log.
+meson_layer() {
+        local dir=$1 logbase=$2; shift 2
+        local rc=0
+        meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || rc=$?
+        /usr/bin/python3 - "$dir/meson-logs/$logbase.json" >"$count" <<'EOF'
+import json, sys
+passed = failed = skipped = 0
+with open(sys.argv[1]) as log:
+    for line in log:
+        result = json.loads(line)['result']
+        if result in ('OK', 'EXPECTEDFAIL'):
+            passed += 1
+        elif result == 'SKIP':
+            skipped += 1
+        else:
+            failed += 1
+print(passed, failed, skipped)
+EOF
+        return "$rc"
+}
+
+build() {
+        local dir=$1; shift
+        if [ ! -f "$dir/build.ninja" ]; then
+                meson setup "$dir" "$@"
+        else
+                meson configure "$dir" "$@"
+        fi
+        meson compile -C "$dir" || return
+        echo "0 0 0" >"$count"
+}
+
+# The system layer exits 77 with its reason where it cannot run (not root, no nspawn boot).
+system_layer() {
+        local rc=0
+        THPD_SYSTEM_COUNT=$count tools/system-test.sh -v || rc=$?
+        if [ "$rc" -eq 77 ]; then
+                echo "system layer skipped (reason above)"
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        return "$rc"
+}
+
+valgrind_layer() {
+        local vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
+                  --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes)
+        local passed=0 failed=0 t
+        for t in build-test/tests/test-*; do
+                [ -f "$t" ] && [ -x "$t" ] || continue
+                # test-sysfs needs Check's fork per test: it unshares mounts and drops privileges.
+                [ "$(basename "$t")" = test-sysfs ] && continue
+                echo "valgrind $t"
+                if CK_FORK=no THPD_SOURCE_ROOT="$PWD" "${vg[@]}" "$t" >/dev/null; then
+                        passed=$((passed + 1))
+                else
+                        echo "FAILED: valgrind $t"
+                        failed=$((failed + 1))
+                fi
+        done
+        echo "valgrind thpd-ctl verify policy/*.conf"
+        if "${vg[@]}" build-test/src/thpd-ctl verify policy/*.conf; then
+                passed=$((passed + 1))
+        else
+                failed=$((failed + 1))
+        fi
+        local rc=0 daemon
+        THPD_WRAPPER="${vg[*]}" meson test -C build-test --print-errorlogs --logbase valgrind integration-daemon || rc=$?
+        daemon=$(grep -c '"result": "OK"' build-test/meson-logs/valgrind.json || true)
+        if [ "$rc" -eq 0 ] && [ "$daemon" -eq 1 ]; then
+                passed=$((passed + 1))
+        else
+                failed=$((failed + 1))
+        fi
+        echo "$passed $failed 0" >"$count"
+        [ "$failed" -eq 0 ]
+}
+
+fuzz_layer() {
+        FUZZ_COUNT=$count tools/fuzz.sh 20
+}
+
+tools/deps.sh
+
+status=0
+layer "build (-Werror)" build build-test -Dwerror=true || status=$?
+if [ "$status" -eq 0 ]; then
+        layer "unit" meson_layer build-test unit --suite unit --num-processes "$(nproc)" || status=1
+        layer "checks" meson_layer build-test checks --suite checks --num-processes "$(nproc)" || status=1
+        layer "integration" meson_layer build-test integration --suite integration --num-processes "$jobs" || status=1
 fi
 
-echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
+        layer "faults" meson_layer build-test faults --suite faults --num-processes "$jobs" || status=1
+        # Alone: these write this machine's /sys and fragment its memory.
+        layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
+        layer "system (booted containers)" system_layer || status=1
+        # Under the sanitizers, what runs thpd's own code: the C unit tests and the daemon in the
+        # integration and faults scenarios. The checks run scripts and documents, and the
+        # real-kernel tests run the same daemon code the integration tests do, against /sys.
+        export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+        if layer "build (ASan/UBSan)" build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
+                layer "unit (ASan/UBSan)" meson_layer build-asan unit --suite unit --num-processes "$(nproc)" || status=1
+                layer "integration+faults (ASan/UBSan)" meson_layer build-asan integration \
+                        --suite integration --suite faults --num-processes "$jobs" || status=1
+        else
+                status=1
+        fi
+        unset ASAN_OPTIONS UBSAN_OPTIONS
+        layer "valgrind" valgrind_layer || status=1
+        layer "fuzz (20 s per target)" fuzz_layer || status=1
+fi
 
-echo "== leaks: the unit tests in-process, and the daemon through its integration scenarios, under valgrind"
-vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
-    --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes)
-for t in build-test/tests/test-*; do
-        [ -f "$t" ] && [ -x "$t" ] || continue
-        # test-sysfs needs Check's fork per test: it unshares mounts and drops privileges.
-        [ "$(basename "$t")" = test-sysfs ] && continue
-        echo "valgrind $t"
-        CK_FORK=no THPD_SOURCE_ROOT="$PWD" "${vg[@]}" "$t" >/dev/null
-done
-"${vg[@]}" build-test/src/thpd-ctl verify policy/*.conf
-THPD_WRAPPER="${vg[*]}" meson test -C build-test --print-errorlogs integration-daemon
-
-echo "== fuzz: every libFuzzer target for 20 s (tools/fuzz-long.sh runs them longer)"
-tools/fuzz.sh 20
-
-echo "All tests passed."
+summary
+exit "$status"
