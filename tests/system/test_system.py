@@ -11,7 +11,8 @@ container stops, the host's knobs must be exactly what they were before the run;
 on an error or SIGTERM.
 
 Environment: THPD_DEB (the package to test; required), THPD_SYSTEM_DIR (the cache and work
-directory, default build-system/ in the source tree). Run as root:
+directory, default build-system/ in the source tree), THPD_SYSTEM_COUNT (a file that gets
+"PASSED FAILED SKIPPED", for tools/test.sh's table). Run as root:
     THPD_DEB=/tmp/x/thpd_0.1.0_amd64.deb python3 -B tests/system/test_system.py -v [TEST...]
 tools/system-test.sh builds the package and does this.
 """
@@ -112,11 +113,12 @@ class SystemTest(unittest.TestCase):
 
     # -- containers
 
-    def boot(self, bind_mm=True):
+    def boot(self, bind_mm=True, cleanup=True):
         name = 'thpd-' + self._testMethodName.replace('test_', '').replace('_', '-')[:40]
         container = Container(ROOTFS, WORKDIR / 'run', name, bind_mm=bind_mm)
         LIVE.append(container)
-        self.addCleanup(self._shutdown, container)
+        if cleanup:
+            self.addCleanup(self._shutdown, container)
         container.start()
         log(f'{name}: booted in {container.boot_seconds:.1f} s')
         return container
@@ -165,6 +167,74 @@ class SystemTest(unittest.TestCase):
                 return counts[-1]
         raise AssertionError(f'thpd (PID {pid} in the container) never settled within {SETTLE_DEADLINE:g} s: '
                              f'context switches per {SETTLE_WINDOW:g} s window: {counts}')
+
+    # -- one container for the scenarios that start from Redis running under thpd
+
+    # The container the 5x scenarios pass on: thpd installed, Debian's Redis running under
+    # never/never. Each of them starts there and, when it passes, leaves the machine there, so
+    # one boot, one "apt install" of thpd and one of Redis serve all of them.
+    shared = None
+
+    def shared_redis(self):
+        """A booted container with thpd installed and Redis running under never/never: the one
+        the previous scenario handed on with release(), if it still is in that state, or a
+        fresh one. Unreleased, it is stopped and checked after the test like any container."""
+        c, SystemTest.shared = SystemTest.shared, None
+        if c is not None:
+            reason = self.not_reusable(c)
+            if reason:
+                log(f'{c.name}: not reused ({reason})')
+                self._shutdown(c)
+                c = None
+        if c is None:
+            c = self.boot(cleanup=False)
+            self.install_thpd(c)
+            self.redis_up(c)
+        else:
+            log(f'{c.name}: reused by {self._testMethodName}')
+        self.addCleanup(self._hand_on, c)
+        return c
+
+    def release(self, c):
+        """The scenario passed and left the container as shared_redis() gave it."""
+        c.reusable = True
+
+    def not_reusable(self, c):
+        if not c.leader:
+            return 'not running'
+        if c.unit_state('thpd.service') != ('active', 'running'):
+            return f'thpd.service is {c.unit_state("thpd.service")}'
+        if c.unit_state('redis-server.service') != ('active', 'running'):
+            return f'redis-server.service is {c.unit_state("redis-server.service")}'
+        if (host(ENABLED), host(DEFRAG)) != ('never', 'never'):
+            return f'the host\'s knobs are {host(ENABLED)}/{host(DEFRAG)}'
+        if self.show(c).get('ActivePolicies') != 'redis.conf':
+            return 'redis.conf is not the one active policy'
+        return None
+
+    def _hand_on(self, c):
+        if not getattr(c, 'reusable', False):
+            self._shutdown(c)
+            return
+        c.reusable = False
+        # The steady-state check every scenario ends with (_shutdown does it for the others).
+        switches = self.assert_settles(c)
+        log(f'{c.name}: thpd settled ({switches} context switches in {SETTLE_WINDOW:g} s); handed on')
+        SystemTest.shared = c
+
+    @classmethod
+    def tearDownClass(cls):
+        c, cls.shared = cls.shared, None
+        if c is None:
+            return
+        c.stop()
+        LIVE.remove(c)
+        c.remove()
+        diff = HOST.diff(BASELINE)
+        if diff:
+            HOST.restore(BASELINE)
+            raise AssertionError(f'the host\'s knobs were not back at their values after the shared container '
+                                 f'stopped (restored now): {diff}')
 
     def install_thpd(self, c, config=None):
         """apt install ./thpd_*.deb, as a user would; config: a thpd.conf.d drop-in written first."""
@@ -645,9 +715,7 @@ class SystemTest(unittest.TestCase):
     def test_5a_reexec_and_reload(self):
         """systemctl daemon-reexec and daemon-reload while Redis runs: the knobs stay never and
         thpd keeps following units."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         pid = self.thpd_pid(c)
         cursor = c.cursor()
         with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
@@ -660,19 +728,19 @@ class SystemTest(unittest.TestCase):
         self.assert_no_loosening(c, cursor)
         self.assertEqual(self.thpd_pid(c), pid, 'thpd did not restart')
         self.assert_follows_redis(c)
+        self.release(c)
 
     def test_5b_kill(self):
         """kill -9 thpd while Redis runs: Restart=on-failure brings it back; it reuses the
         recorded baseline (not the policy values it finds), keeps never and follows units."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         pid = self.thpd_pid(c)
+        restarts = int(c.unit_property('thpd.service', 'NRestarts'))
         cursor = c.cursor()
         c.sh(f'kill -9 {pid}')  # the shell's kill: procps is not installed
         wait_until(lambda: self.thpd_pid(c) not in (0, pid) and c.unit_state('thpd.service') == ('active', 'running'),
                    DEADLINE, 'systemd to start thpd again')
-        self.assertEqual(c.unit_property('thpd.service', 'NRestarts'), '1')
+        self.assertEqual(int(c.unit_property('thpd.service', 'NRestarts')), restarts + 1)
         self.wait_journal(c, r'^Reusing the baseline recorded in /run/thpd', cursor)
         show = self.show(c)
         self.assertEqual(show['Knobs.enabled.Baseline'], base(ENABLED))
@@ -680,13 +748,12 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(show['Knobs.enabled.Applied'], 'never')
         self.wait_host(enabled='never', defrag='never')
         self.assert_follows_redis(c)
+        self.release(c)
 
     def test_5c_kill_keeps_never(self):
         """kill -9 thpd while Redis runs: the new instance never loosens a knob Redis needs,
         not even for a moment before it has enumerated the units."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         pid = self.thpd_pid(c)
         cursor = c.cursor()
         with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
@@ -695,13 +762,12 @@ class SystemTest(unittest.TestCase):
                        DEADLINE, 'systemd to start thpd again')
         self.assert_no_loosening(c, cursor)
         self.assertEqual(watch.seen, [])
+        self.release(c)
 
     def test_5d_restart(self):
         """systemctl restart thpd while Redis runs: the new instance keeps the baseline record,
         applies never again and follows units."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         cursor = c.cursor()
         c.run('systemctl', 'restart', 'thpd')
         self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
@@ -712,37 +778,34 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(show['Knobs.enabled.Applied'], 'never')
         self.wait_journal(c, r'^Following the systemd manager: \d+ unit\(s\) match a policy$', cursor)
         self.assert_follows_redis(c)
+        self.release(c)
 
     def test_5e_restart_keeps_never(self):
         """systemctl restart thpd while Redis runs: the knobs stay never throughout."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         cursor = c.cursor()
         with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
             c.run('systemctl', 'restart', 'thpd')
             self.wait_journal(c, r'^Following the systemd manager', cursor)
         self.assert_no_loosening(c, cursor)
         self.assertEqual(watch.seen, [])
+        self.release(c)
 
     def test_5f_restart_no_false_hint(self):
         """After systemctl restart thpd, Redis (which started under its policy) is not listed
         as needing a restart."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         self.assertEqual(self.show(c)['NeedsRestart'], '')
         c.run('systemctl', 'restart', 'thpd')
         self.wait_host(enabled='never', defrag='never')
         self.assertEqual(self.show(c)['NeedsRestart'], '', 'Redis started under never and needs no restart')
         self.assertNotIn('need a restart', self.ctl(c, 'status').stdout)
+        self.release(c)
 
     def test_5g_second_instance(self):
         """A second thpd on the system bus exits 1 before it records or writes anything; the
         running one keeps its baseline record and its knobs."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         pid = self.thpd_pid(c)
         record = c.read('/run/thpd/baseline')
         with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
@@ -754,13 +817,12 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(c.read('/run/thpd/baseline'), record)
         self.assertEqual(self.thpd_pid(c), pid)
         self.assert_follows_redis(c)
+        self.release(c)
 
     def test_5h_bus_restart(self):
         """The system bus dies while Redis runs: thpd exits 1 with the knobs as they are, and
         Restart=on-failure brings it back once the bus is there again; never throughout."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         pid = self.thpd_pid(c)
         cursor = c.cursor()
         with KnobWatch({ENABLED: 'never', DEFRAG: 'never'}) as watch:
@@ -776,13 +838,12 @@ class SystemTest(unittest.TestCase):
         self.assert_no_loosening(c, cursor)
         self.assertEqual(self.show(c)['Knobs.enabled.Baseline'], base(ENABLED))
         self.assert_follows_redis(c)
+        self.release(c)
 
     def test_5i_reload_drops_an_active_policy(self):
         """An admin masks the active Redis policy and reloads: the knobs go back to the
         baseline and status counts no active policy."""
-        c = self.boot()
-        self.install_thpd(c)
-        self.redis_up(c)
+        c = self.shared_redis()
         c.sh('mkdir -p /etc/thpd/policy.d && ln -s /dev/null /etc/thpd/policy.d/redis.conf')
         c.run('systemctl', 'reload', 'thpd')
         self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
@@ -1303,6 +1364,11 @@ def main():
     for name, seconds in TimedResult.timings:
         print(f'{name}: {seconds:.1f} s', file=sys.stderr)
     print(f'system layer: {time.monotonic() - started:.1f} s in all', file=sys.stderr)
+    count = os.environ.get('THPD_SYSTEM_COUNT')
+    if count and result is not None:
+        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+        skipped = len(result.skipped)
+        Path(count).write_text(f'{result.testsRun - failed - skipped} {failed} {skipped}\n')
     if result is None or left:
         return 1
     if result.skipped and len(result.skipped) >= result.testsRun and result.wasSuccessful():
