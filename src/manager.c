@@ -76,6 +76,9 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
 
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
+        m->policy_index = policy_index_new(m->policies);
+        m->live_policies = g_hash_table_new(g_direct_hash, g_direct_equal);
+        m->apply_all_policies = true;
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
         m->policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free);
@@ -111,6 +114,9 @@ Manager *manager_free(Manager *m) {
                 sd_bus_flush_close_unref(m->bus);
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
         g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
+        policy_index_free(m->policy_index);
+        if (m->live_policies)
+                g_hash_table_unref(m->live_policies);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
@@ -138,22 +144,14 @@ Manager *manager_free(Manager *m) {
 GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
         GPtrArray *found = g_ptr_array_new();
 
-        for (guint i = 0; i < m->policies->len; i++) {
-                Policy *p = g_ptr_array_index(m->policies, i);
-
-                if (policy_matches_unit(p, unit))
-                        g_ptr_array_add(found, p);
-        }
+        (void) policy_index_lookup(m->policy_index, unit, found);
         return found;
 }
 
 static bool unit_filter(const char *unit, void *userdata) {
         Manager *m = userdata;
 
-        for (guint i = 0; i < m->policies->len; i++)
-                if (policy_matches_unit(g_ptr_array_index(m->policies, i), unit))
-                        return true;
-        return false;
+        return policy_index_matches(m->policy_index, unit);
 }
 
 static void on_units_changed(UnitTracker *t, bool start_queued, void *userdata) {
@@ -275,8 +273,13 @@ static void load_policies(Manager *m) {
         diagnostics_clear(&m->policy_diagnostics);
         m->policy_diagnostics = diag;
 
+        /* The live set points into the old policies; the next apply looks at every policy. */
+        g_hash_table_remove_all(m->live_policies);
+        m->apply_all_policies = true;
+        m->policy_index = policy_index_free(m->policy_index);
         g_ptr_array_unref(m->policies);
         m->policies = TAKE_PTR(policies);
+        m->policy_index = policy_index_new(m->policies);
         g_ptr_array_unref(m->policy_files);
         m->policy_files = TAKE_PTR(files);
         forget_removed_policies(m);
@@ -388,6 +391,12 @@ static PolicyRuntime *policy_runtime(Manager *m, const Policy *p) {
         return r;
 }
 
+static gint compare_positions(gconstpointer a, gconstpointer b) {
+        guint x = *(const guint *) a, y = *(const guint *) b;
+
+        return x < y ? -1 : x > y;
+}
+
 static gint compare_strings(gconstpointer a, gconstpointer b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
@@ -457,43 +466,102 @@ static void update_isolation(Manager *m, const Policy *p, const TrackedUnit *u) 
                 g_hash_table_remove(m->needs_restart, u->name);
 }
 
+static void array_unref(gpointer a) {
+        g_ptr_array_unref(a);
+}
+
+/* The policies an apply must look at, by position, in order: those of the wanted units (with
+ * those units, as TrackedUnit*, in by_policy) and those that were active or held a pool at the
+ * last apply. After a (re)load every policy, since a changed file may no longer match. */
+static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_policy) {
+        GArray *positions = g_array_new(FALSE, FALSE, sizeof(guint));
+        g_autoptr(GPtrArray) matched = g_ptr_array_new();
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        GHashTableIter iter;
+        TrackedUnit *u;
+        const Policy *p;
+
+        if (units) {
+                g_hash_table_iter_init(&iter, units);
+                while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
+                        if (!tracked_unit_is_wanted(u))
+                                continue;
+                        g_ptr_array_set_size(matched, 0);
+                        (void) policy_index_lookup(m->policy_index, u->name, matched);
+                        for (guint i = 0; i < matched->len; i++) {
+                                GPtrArray *list;
+
+                                p = g_ptr_array_index(matched, i);
+                                list = g_hash_table_lookup(by_policy, p);
+                                if (!list) {
+                                        list = g_ptr_array_new();
+                                        g_hash_table_insert(by_policy, (gpointer) p, list);
+                                }
+                                g_ptr_array_add(list, u);
+                        }
+                }
+        }
+
+        if (m->apply_all_policies) {
+                for (guint i = 0; i < m->policies->len; i++)
+                        g_array_append_val(positions, i);
+                m->apply_all_policies = false;
+                return positions;
+        }
+
+        g_hash_table_iter_init(&iter, by_policy);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
+                g_hash_table_add(seen, (gpointer) p);
+        g_hash_table_iter_init(&iter, m->live_policies);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
+                g_hash_table_add(seen, (gpointer) p);
+        g_hash_table_iter_init(&iter, seen);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
+                int position = policy_index_position(m->policy_index, p);
+
+                if (position >= 0)
+                        g_array_append_val(positions, position);
+        }
+        g_array_sort(positions, compare_positions);
+        return positions;
+}
+
 /* Works out which policies the wanted units activate, and which stopped ones still hold their
- * pool during the grace period. */
+ * pool during the grace period. Only the policies of wanted units and those active or in their
+ * grace period at the last apply can change, so only they are looked at. */
 static GArray *collect_active(Manager *m) {
         GArray *active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy));
         GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC), next_grace = 0;
         /* name -> its stop count + 1, as seen_wanted */
         g_autoptr(GHashTable) wanted_now = g_hash_table_new(g_str_hash, g_str_equal);
+        /* Policy* -> GPtrArray of the wanted TrackedUnit* it matches */
+        g_autoptr(GHashTable) by_policy = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, array_unref);
+        g_autoptr(GArray) positions = candidate_policies(m, units, by_policy);
 
-        for (guint i = 0; i < m->policies->len; i++) {
-                const Policy *p = g_ptr_array_index(m->policies, i);
+        for (guint i = 0; i < positions->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, g_array_index(positions, guint, i));
                 PolicyRuntime *rt = policy_runtime(m, p);
-                GHashTableIter iter;
-                TrackedUnit *u;
+                GPtrArray *matching = g_hash_table_lookup(by_policy, p);
 
                 g_ptr_array_set_size(rt->units, 0);
-                if (units) {
-                        g_hash_table_iter_init(&iter, units);
-                        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u))
-                                if (tracked_unit_is_wanted(u) && policy_matches_unit(p, u->name)) {
-                                        gpointer seen;
-                                        bool known = g_hash_table_lookup_extended(m->seen_wanted, u->name, NULL, &seen);
+                for (guint j = 0; matching && j < matching->len; j++) {
+                        TrackedUnit *u = g_ptr_array_index(matching, j);
+                        gpointer seen;
+                        bool known = g_hash_table_lookup_extended(m->seen_wanted, u->name, NULL, &seen);
 
-                                        g_ptr_array_add(rt->units, g_strdup(u->name));
-                                        g_hash_table_insert(wanted_now, u->name, GUINT_TO_POINTER(u->stops + 1));
-                                        /* Already running when it first counted: its memory was
-                                         * mapped before this policy applied. One that stopped
-                                         * since the last apply started again under it. A
-                                         * service-scoped policy changes no knob: what counts is
-                                         * whether the process runs isolated. */
-                                        if (p->scope == POLICY_SCOPE_SERVICE)
-                                                update_isolation(m, p, u);
-                                        else if (!known && tracked_unit_is_running(u))
-                                                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
-                                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
-                                                g_hash_table_remove(m->needs_restart, u->name);
-                                }
+                        g_ptr_array_add(rt->units, g_strdup(u->name));
+                        g_hash_table_insert(wanted_now, u->name, GUINT_TO_POINTER(u->stops + 1));
+                        /* Already running when it first counted: its memory was mapped before
+                         * this policy applied. One that stopped since the last apply started
+                         * again under it. A service-scoped policy changes no knob: what counts
+                         * is whether the process runs isolated. */
+                        if (p->scope == POLICY_SCOPE_SERVICE)
+                                update_isolation(m, p, u);
+                        else if (!known && tracked_unit_is_running(u))
+                                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
+                                g_hash_table_remove(m->needs_restart, u->name);
                 }
                 g_ptr_array_sort(rt->units, compare_strings);
 
@@ -503,6 +571,7 @@ static GArray *collect_active(Manager *m) {
                         rt->active = true;
                         rt->pool_grace_until = 0;
                         g_array_append_val(active, a);
+                        g_hash_table_add(m->live_policies, (gpointer) p);
                         continue;
                 }
 
@@ -514,10 +583,13 @@ static GArray *collect_active(Manager *m) {
                         ActivePolicy a = { .policy = p, .unit = NULL, .pool_only = true };
 
                         g_array_append_val(active, a);
+                        g_hash_table_add(m->live_policies, (gpointer) p);
                         if (next_grace == 0 || rt->pool_grace_until < next_grace)
                                 next_grace = rt->pool_grace_until;
-                } else
+                } else {
                         rt->pool_grace_until = 0;
+                        g_hash_table_remove(m->live_policies, p);
+                }
         }
 
         /* Before the first unit list nothing is known yet: keep what the last instance recorded. */

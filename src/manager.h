@@ -7,6 +7,7 @@
 
 #include "baseline.h"
 #include "metrics.h"
+#include "policy-index.h"
 #include "policy.h"
 #include "resolve.h"
 #include "settings.h"
@@ -59,6 +60,11 @@ typedef struct Manager {
 
         Settings settings;
         GPtrArray *policies;           /* Policy*, lexical order */
+        PolicyIndex *policy_index;     /* the policies by the unit names they match */
+        /* Policy*: those active or holding a pool after a stop at the last apply; with the
+         * wanted units' own policies, all an apply needs to look at. */
+        GHashTable *live_policies;
+        bool apply_all_policies;       /* set by a (re)load: the live set is gone */
         GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
         Diagnostics policy_diagnostics; /* what the last policy load found wrong (PolicyDiagnostics) */
         GHashTable *policy_runtime;    /* name -> PolicyRuntime* */

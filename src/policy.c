@@ -722,7 +722,7 @@ int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Pol
         return policy_parse_file(f, path, flags, diag, ret);
 }
 
-static bool pattern_matches(const char *pattern, const char *unit) {
+bool policy_unit_pattern_matches(const char *pattern, const char *unit) {
         g_autofree char *instances = NULL;
         const char *at;
 
@@ -741,7 +741,7 @@ bool policy_matches_unit(const Policy *p, const char *unit) {
         if (!p || !p->units || !unit)
                 return false;
         for (char **u = p->units; *u; u++)
-                if (pattern_matches(*u, unit))
+                if (policy_unit_pattern_matches(*u, unit))
                         return true;
         return false;
 }

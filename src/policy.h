@@ -62,6 +62,8 @@ int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Pol
 /* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
  * instance of the template). */
 bool policy_matches_unit(const Policy *p, const char *unit);
+/* One Units= entry against a unit name, as policy_matches_unit() tries each. */
+bool policy_unit_pattern_matches(const char *pattern, const char *unit);
 
 /* The policy search path, highest precedence first. */
 extern const char *const policy_default_dirs[];

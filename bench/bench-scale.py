@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Scale: what one unit start costs thpd as policies and running units grow (issue 26).
+
+A benchmark, not a test: it prints one table and exits 0 when every row ran, whatever the
+figures; 1 when a row could not run to the end; 77 ("skipped") where the stack cannot run.
+
+    meson test --benchmark -C build --verbose scale
+    /usr/bin/python3 -B bench/bench-scale.py --thpd build/src/thpd --rows 100x200,1000x50
+
+Each row (POLICIES x UNITS) gets a fresh private systemd --user manager and bus
+(tests/integration/thpdtest.Stack) and thpd --user on a scratch sysfs tree at kernel defaults.
+
+Policies
+    POLICIES drop-ins: most name three units each (scale-NNNN.service, scale-NNNN-1.service,
+    scale-NNNN-2.service), one in ten a template (scale-tmpl-NNNN@.service) and one in fifty a
+    glob (scale-glob-NNNN-*.service), as hosts with a postgresql@ instance per database or
+    policies for container scopes have. Each asks
+    for Defrag=madvise, the kernel default, so every one of them votes and becomes active
+    without moving a knob: the cost measured is thpd's bookkeeping, not sysfs writes.
+
+CPU per start
+    UNITS transient units, each matching one of those policies (unit n matches policy n modulo
+    POLICIES), are started one after another with systemd-run --user.
+    thpd's CPU time (/proc/PID/schedstat, in nanoseconds) from before the first start to once
+    it has settled after the last, divided by UNITS.
+
+Start to knob written
+    Then, with all of them running, a probe unit whose policy asks for Enabled=never is started
+    and stopped PROBES times: the time from just before "systemctl --user start --no-block" to
+    the scratch enabled file reading never (polled every 0.2 ms); its median and p99.
+
+RSS: thpd's VmRSS after the probes.
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'tests' / 'integration'))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import thpdtest  # noqa: E402
+from benchlib import percentile  # noqa: E402
+
+SKIP = 77
+DEFAULT_ROWS = '100x200,1000x50,1000x200,3000x200'
+PROBES = 50
+PROBE = 'scale-probe.service'
+SETTLE_SECONDS = 0.5
+DEADLINE = 60.0
+
+
+class ScaleError(Exception):
+    """A row could not run to the end."""
+
+
+def cpu_ns(pid):
+    """CPU time the process has used so far, in nanoseconds (all threads: schedstat of the
+    thread group leader counts only itself, so sum the tasks)."""
+    total = 0
+    for task in Path(f'/proc/{pid}/task').iterdir():
+        total += int((task / 'schedstat').read_text().split()[0])
+    return total
+
+
+def rss_kb(pid):
+    status = Path(f'/proc/{pid}/status').read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith('VmRSS:'))
+
+
+def policy_units(i):
+    """The Units= of policy i."""
+    if i % 50 == 49:
+        return f'scale-glob-{i:04d}-*.service'
+    if i % 10 == 9:
+        return f'scale-tmpl-{i:04d}@.service'
+    return ' '.join(f'scale-{i:04d}{variant}.service' for variant in ('', '-1', '-2'))
+
+
+def unit_of(i, k):
+    """The k-th unit that policy i matches (k < 3 for the ones that name their units)."""
+    if i % 50 == 49:
+        return f'scale-glob-{i:04d}-{k}.service'
+    if i % 10 == 9:
+        return f'scale-tmpl-{i:04d}@{k}.service'
+    return f'scale-{i:04d}{"-" + str(k) if k else ""}.service'
+
+
+def write_policy(directory, name, units, body):
+    path = directory / name
+    path.write_text(f'[Policy]\nUnits={units}\n{body}')
+    path.chmod(0o644)
+
+
+def wait_settled(pid):
+    """Until thpd's CPU time stops growing for SETTLE_SECONDS; returns that CPU time."""
+    deadline = time.monotonic() + DEADLINE
+    last = cpu_ns(pid)
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_SECONDS)
+        now = cpu_ns(pid)
+        if now == last:
+            return now
+        last = now
+    raise ScaleError(f'thpd did not settle within {DEADLINE:g} s')
+
+
+def wait_knob(kernel, value):
+    deadline = time.monotonic() + DEADLINE
+    while kernel.read_knob('enabled') != value:
+        if time.monotonic() >= deadline:
+            raise ScaleError(f'enabled never read {value} (reads {kernel.read_knob("enabled")})')
+        time.sleep(0.0002)
+    return time.monotonic()
+
+
+def run_row(args, policies, units):
+    tmp = Path(tempfile.mkdtemp(prefix='thpd-scale-'))
+    stack = thpdtest.Stack()
+    thpd = None
+    try:
+        stack.start()
+        unit_dir = stack.dir / 'config' / 'systemd' / 'user'
+        (unit_dir / PROBE).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
+        stack.run('systemctl', '--user', 'daemon-reload')
+
+        kernel = thpdtest.ScratchKernel(tmp / 'kernel')
+        policy_dir = tmp / 'policy.d'
+        policy_dir.mkdir(mode=0o755)
+        if units > 3 * policies:
+            raise ScaleError('at most three running units per policy')
+        for i in range(policies):
+            write_policy(policy_dir, f'scale-{i:04d}.conf', policy_units(i), '[TransparentHugePages]\nDefrag=madvise\n')
+        write_policy(policy_dir, 'scale-probe.conf', PROBE, '[TransparentHugePages]\nEnabled=never\n')
+        config = tmp / 'thpd.conf'
+        config.write_text('[Storm]\nWatch=no\n')
+        argv = [str(args.thpd), '--user', f'--sysfs={kernel.sysfs}', f'--procfs={kernel.procfs}',
+                f'--runtime-dir={tmp / "run"}', f'--policy-dir={policy_dir}', f'--config={config}']
+        thpd = thpdtest.Thpd(argv, stack.env, tmp / 'thpd.log', tmp / 'notify')
+        thpd.wait_ready(timeout=DEADLINE)
+        baseline = kernel.read_knob('enabled')
+        if baseline == 'never':
+            raise ScaleError('the scratch kernel starts at enabled=never: the probe could not be seen')
+
+        before = wait_settled(thpd.pid)
+        started = time.monotonic()
+        for n in range(units):
+            stack.start_unit(unit_of(n % policies, n // policies))
+        wall = time.monotonic() - started
+        after = wait_settled(thpd.pid)
+        per_start_ms = (after - before) / units / 1e6
+
+        latencies = []
+        for _ in range(args.probes):
+            t0 = time.monotonic()
+            stack.run('systemctl', '--user', 'start', '--no-block', PROBE)
+            latencies.append((wait_knob(kernel, 'never') - t0) * 1000)
+            stack.run('systemctl', '--user', 'stop', PROBE)
+            wait_knob(kernel, baseline)
+        rss = rss_kb(thpd.pid)
+        return {
+            'policies': policies, 'units': units, 'cpu_ms': per_start_ms, 'systemd_s': wall,
+            'median_ms': statistics.median(latencies), 'p99_ms': percentile(latencies, 99), 'rss_kb': rss,
+        }
+    finally:
+        if thpd is not None:
+            if thpd.running:
+                thpd.stop()
+            thpd.close()
+        stack.close()
+        subprocess.run(['rm', '-rf', str(tmp)], check=False)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--thpd', required=True, type=Path)
+    parser.add_argument('--rows', default=DEFAULT_ROWS,
+                        help=f'POLICIESxUNITS,... (default {DEFAULT_ROWS}); every unit matches one policy, '
+                             'at most three per policy; policies beyond the units match none that runs')
+    parser.add_argument('--probes', type=int, default=PROBES)
+    args = parser.parse_args()
+
+    reason = thpdtest.stack_unavailable_reason()
+    if reason:
+        print(f'SKIP: {reason}')
+        return SKIP
+    rows = [tuple(int(x) for x in row.split('x')) for row in args.rows.split(',')]
+    load_before = Path('/proc/loadavg').read_text().split()[:3]
+    results = []
+    for policies, units in rows:
+        try:
+            results.append(run_row(args, policies, units))
+        except ScaleError as error:
+            print(f'{policies} x {units}: {error}', file=sys.stderr)
+            return 1
+        r = results[-1]
+        print(f'{policies} policies x {units} units: {r["cpu_ms"]:.3f} ms CPU per start', file=sys.stderr)
+    load_after = Path('/proc/loadavg').read_text().split()[:3]
+
+    header = ('policies', 'running matched units', 'thpd CPU per start', 'systemd-run wall',
+              'start -> knob written (median / p99)', 'thpd RSS after')
+    table = [header] + [
+        (f'{r["policies"]:,}', f'{r["units"]:,}', f'{r["cpu_ms"]:.3f} ms',
+         f'{r["systemd_s"]:.2f} s', f'{r["median_ms"]:.1f} / {r["p99_ms"]:.1f} ms', f'{r["rss_kb"] / 1024:.1f} MiB')
+        for r in results]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    print()
+    for n, row in enumerate(table):
+        print('| ' + ' | '.join(c.ljust(w) for c, w in zip(row, widths)) + ' |')
+        if n == 0:
+            print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+    print(f'\nload average before {" ".join(load_before)}, after {" ".join(load_after)}; '
+          f'{args.probes} probe starts per row')
+    if len(results) > 1:
+        print(f'CPU per start, last row / first row: {results[-1]["cpu_ms"] / results[0]["cpu_ms"]:.2f}x')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
