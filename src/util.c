@@ -119,28 +119,33 @@ const char *format_page_size(uint64_t kb, char buf[static 24]) {
 #define SUGGEST_MAX_LEN 64
 
 static unsigned edit_distance(const char *a, size_t la, const char *b, size_t lb) {
-        unsigned d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1];
+        /* Row i needs only rows i-1 and i-2 (the transposition); the whole matrix would be 17 kB
+         * of stack, which stays resident in the daemon for good once a policy has a typo. */
+        unsigned rows[3][SUGGEST_MAX_LEN + 1];
 
-        for (size_t i = 0; i <= la; i++)
-                d[i][0] = (unsigned) i;
         for (size_t j = 0; j <= lb; j++)
-                d[0][j] = (unsigned) j;
-        for (size_t i = 1; i <= la; i++)
+                rows[0][j] = (unsigned) j;
+        for (size_t i = 1; i <= la; i++) {
+                unsigned *d = rows[i % 3];
+                const unsigned *up = rows[(i + 2) % 3], *up2 = rows[(i + 1) % 3]; /* rows i-1, i-2 */
+
+                d[0] = (unsigned) i;
                 for (size_t j = 1; j <= lb; j++) {
                         unsigned cost = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
-                        unsigned best = d[i - 1][j - 1] + cost;
+                        unsigned best = up[j - 1] + cost;
 
-                        if (d[i - 1][j] + 1 < best)
-                                best = d[i - 1][j] + 1;
-                        if (d[i][j - 1] + 1 < best)
-                                best = d[i][j - 1] + 1;
+                        if (up[j] + 1 < best)
+                                best = up[j] + 1;
+                        if (d[j - 1] + 1 < best)
+                                best = d[j - 1] + 1;
                         if (i > 1 && j > 1 && tolower((unsigned char) a[i - 1]) == tolower((unsigned char) b[j - 2]) &&
                             tolower((unsigned char) a[i - 2]) == tolower((unsigned char) b[j - 1]) &&
-                            d[i - 2][j - 2] + 1 < best)
-                                best = d[i - 2][j - 2] + 1;
-                        d[i][j] = best;
+                            up2[j - 2] + 1 < best)
+                                best = up2[j - 2] + 1;
+                        d[j] = best;
                 }
-        return d[la][lb];
+        }
+        return rows[la % 3][lb];
 }
 
 const char *closest_match(const char *word, const char *const *candidates, size_t n) {
