@@ -5,7 +5,16 @@
 
 START_TEST(test_names_round_trip) {
         FOREACH_KNOB(k) {
+                const KnobInfo *info = knob_info(k);
                 Knob found;
+
+                /* A string that fills its array exactly compiles without its NUL (a word would run into
+                 * the next one). */
+                ck_assert_ptr_nonnull(memchr(info->name, '\0', sizeof info->name));
+                ck_assert_ptr_nonnull(memchr(info->section, '\0', sizeof info->section));
+                ck_assert_ptr_nonnull(memchr(info->key, '\0', sizeof info->key));
+                for (KnobValue i = 0; knob_word(info, i); i++)
+                        ck_assert_uint_lt(strlen(knob_word(info, i)), 14);
 
                 ck_assert_int_eq(knob_from_name(knob_name(k), &found), 0);
                 ck_assert_int_eq(found, k);
@@ -13,6 +22,12 @@ START_TEST(test_names_round_trip) {
                 ck_assert_int_eq(found, k);
         }
         ck_assert_str_eq(knob_name(KNOB_MTHP_FIRST + 3), "hugepages-64kB/enabled");
+        ck_assert_str_eq(knob_word(knob_info(KNOB_DEFRAG), 3), "defer+madvise");
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_DEFRAG), 5));
+        ck_assert_str_eq(knob_word(knob_info(KNOB_SHMEM_ENABLED), 5), "force");
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_SHMEM_ENABLED), 6));
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_ENABLED), -1));
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_KHUGEPAGED_DEFRAG), 0));
         ck_assert_int_eq(knob_mthp_size_kb(KNOB_MTHP_FIRST + 8), 2048);
 }
 END_TEST
