@@ -50,8 +50,10 @@ static int multiply_checked(uint64_t a, uint64_t b, uint64_t *ret) {
 }
 
 int parse_size(const char *s, uint64_t *ret) {
+        /* Suffixes as arrays, not pointers: a table of pointers is written by the dynamic loader
+         * at start and costs each thpd process private memory (see KnobInfo in knob.h). */
         static const struct {
-                const char *suffix;
+                char suffix[4];
                 uint64_t factor;
         } table[] = {
                 { "",    1ULL },
@@ -78,7 +80,7 @@ int parse_size(const char *s, uint64_t *ret) {
 
 int parse_duration_usec(const char *s, uint64_t *ret) {
         static const struct {
-                const char *suffix;
+                char suffix[4]; /* an array, not a pointer: see parse_size() */
                 uint64_t usec;
         } table[] = {
                 { "",     1000000ULL },
