@@ -31,6 +31,7 @@ Set-up (tests/integration/thpdtest.py, imported unchanged)
     file write costs there, not what the kernel's sysfs store handler costs. thpd gets the real
     /proc when it has pressure/memory (--procfs=auto): production-like, so the storm watcher can
     use a PSI trigger instead of polling; thpd only reads it, as the policy has no hugetlb pool.
+    In every phase thpd gets the Environment= of units/thpd.service.in, as systemd would give it.
     This process runs at --nice -20 so that it gets the CPU promptly when an event arrives; that
     can only delay thpd, never speed it up.
 
@@ -84,9 +85,8 @@ Phase 3, idle (--idle-seconds, default 60), the same thpd
 Phase 4, memory (--memory-cycles, default 100), fresh daemons, each alone on the bus
     What thpd costs the machine, beside gamemoded (Debian package gamemode), a daemon on the same
     stack (C, sd-bus, inih). A fresh thpd at its default log level runs --memory-cycles start/stop
-    cycles, then 7 s of quiet (its heap trim); it gets the Environment= of units/thpd.service.in,
-    as systemd would give it, and if there is one, a second fresh thpd runs without it, for
-    comparison. Then gamemoded runs in the foreground on the same private session bus (it finds
+    cycles, then 7 s of quiet (its heap trim); if the unit has an Environment=, a second fresh
+    thpd runs without it, for comparison. Then gamemoded runs in the foreground on the same private session bus (it finds
     the bus as thpd --user does, through DBUS_SESSION_BUS_ADDRESS) and is measured 7 s after it
     owns com.feralinteractive.GameMode, with no client. Only one of them runs at a time.
     Printed: /proc/PID/smaps summed per object and ELF segment (bench/smaps.py: text, rodata,
@@ -279,7 +279,7 @@ class Bench:
 
     def start_thpd(self, name, log_level, env=None):
         """A fresh daemon on a fresh scratch tree, watched by a fresh inotify descriptor; env is
-        added to the stack's environment."""
+        added to the stack's environment (by default the unit's, see unit_environment())."""
         self.stop_thpd()
         root = self.tmp / name
         root.mkdir()
@@ -295,7 +295,8 @@ class Bench:
                 f'--runtime-dir={root / "run"}', f'--policy-dir={policy_dir}', f'--config={config}']
         if log_level:
             argv.append(f'--log-level={log_level}')
-        self.thpd = thpdtest.Thpd(argv, dict(self.stack.env, **(env or {})), root / 'thpd.log', root / 'notify')
+        env = unit_environment() if env is None else env
+        self.thpd = thpdtest.Thpd(argv, dict(self.stack.env, **env), root / 'thpd.log', root / 'notify')
         self.thpd.wait_ready()
 
         self.log_offset = 0
