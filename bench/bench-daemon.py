@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Daemon benchmark: how fast thpd reacts to a unit start, and what it costs while busy and idle.
 
-A benchmark, not a test: it prints one table with the figures beside their targets and exits 0
+A benchmark, not a test: it prints tables with the figures beside their targets and exits 0
 whatever they are. It exits 1 when the benchmark itself could not run to the end, and 77
-("skipped") where the stack cannot run (not root, no systemd, no python3-gi).
+("skipped") where the stack cannot run (not root, no systemd, no python3-gi). Without gamemoded
+the memory phase prints thpd's figures alone.
 
 How to run (as root, with Debian's /usr/bin/python3, which has python3-gi):
 
@@ -13,6 +14,7 @@ How to run (as root, with Debian's /usr/bin/python3, which has python3-gi):
     /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd
     /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd \\
         --cycles 20 --resource-cycles 50 --idle-seconds 5       # a smoke run
+    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd --memory-only  # phase 4 alone
 
 Plain "meson test" does not run it. The defaults are the figures of the daemon issue: 200
 latency cycles, 1,000 resource cycles, 60 s idle. The machine should be otherwise quiet: on a
@@ -29,6 +31,7 @@ Set-up (tests/integration/thpdtest.py, imported unchanged)
     file write costs there, not what the kernel's sysfs store handler costs. thpd gets the real
     /proc when it has pressure/memory (--procfs=auto): production-like, so the storm watcher can
     use a PSI trigger instead of polling; thpd only reads it, as the policy has no hugetlb pool.
+    In every phase thpd gets the Environment= of units/thpd.service.in, as systemd would give it.
     This process runs at --nice -20 so that it gets the CPU promptly when an event arrives; that
     can only delay thpd, never speed it up.
 
@@ -79,6 +82,21 @@ Phase 3, idle (--idle-seconds, default 60), the same thpd
     are listed and thpd is traced afterwards (strace -f -tt for --strace-seconds; never during
     the measured window, where ptrace stops would count as switches).
 
+Phase 4, memory (--memory-cycles, default 100), fresh daemons, each alone on the bus
+    What thpd costs the machine, beside gamemoded (Debian package gamemode), a daemon on the same
+    stack (C, sd-bus, inih). A fresh thpd at its default log level runs --memory-cycles start/stop
+    cycles, then 7 s of quiet (its heap trim); if the unit has an Environment=, a second fresh
+    thpd runs without it, for comparison. Then gamemoded runs in the foreground on the same private session bus (it finds
+    the bus as thpd --user does, through DBUS_SESSION_BUS_ADDRESS) and is measured 7 s after it
+    owns com.feralinteractive.GameMode, with no client. Only one of them runs at a time.
+    Printed: /proc/PID/smaps summed per object and ELF segment (bench/smaps.py: text, rodata,
+    relro, data, bss; [heap], [stack], [anon]), Rss, Pss and Private_Dirty for thpd and gamemoded
+    side by side; then Private_Dirty, Pss, Rss and Anonymous from smaps_rollup and the thread
+    count of each. Private_Dirty (pages only this process maps and that cannot be dropped) is
+    what the daemon costs on its own; Pss also shares out library pages among whatever else
+    maps them, so it depends on the rest of the machine. The target: thpd's Private_Dirty at or
+    below gamemoded's in the same run.
+
 The harness (thpdtest.Thpd) empties the notification socket from a thread, as systemd would:
 thpd sends STATUS= on every change, and with ten datagrams unread (net.unix.max_dgram_qlen)
 its sd_notify() would block.
@@ -87,6 +105,7 @@ its sd_notify() would block.
 import argparse
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -100,6 +119,7 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
 sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
+import smaps  # noqa: E402
 import thpdtest  # noqa: E402
 from benchlib import (IN_CLOSE_NOWRITE, IN_CLOSE_WRITE, IN_MODIFY, Inotify, context_switches,  # noqa: E402
                       cpu_ticks, percentile, render, switches_between)
@@ -138,6 +158,10 @@ CHECKPOINT_EVERY = 100
 # src/manager.c): that wakeup belongs to the activity before the idle window, not to it.
 QUIET_BEFORE_IDLE = 7.0
 
+UNIT_TEMPLATE = SOURCE_ROOT / 'units' / 'thpd.service.in'
+GAMEMODE_NAME = 'com.feralinteractive.GameMode'
+READY_TIMEOUT = 30.0
+
 class BenchError(Exception):
     """The benchmark could not measure what it set out to."""
 
@@ -164,19 +188,6 @@ def read_pss(pid):
     return None
 
 
-def rss_by_mapping(pid):
-    """[(kB, name)] of resident memory per mapped file (or [heap], [stack], anonymous), largest first."""
-    totals = {}
-    name = None
-    for line in Path(f'/proc/{pid}/smaps').read_text().splitlines():
-        fields = line.split()
-        if fields and '-' in fields[0] and len(fields) >= 5 and not fields[0].endswith(':'):
-            name = os.path.basename(fields[5]) if len(fields) > 5 else '(anonymous)'
-        elif fields and fields[0] == 'Rss:':
-            totals[name] = totals.get(name, 0) + int(fields[1])
-    return sorted(((kb, n) for n, kb in totals.items() if kb), reverse=True)
-
-
 def armed_timers(pid):
     """Descriptions of thpd's timerfds that are armed now."""
     armed = []
@@ -197,6 +208,26 @@ def armed_timers(pid):
 
 def ms(ns):
     return ns / 1e6
+
+
+def unit_environment():
+    """The Environment= assignments of thpd.service, which systemd gives the daemon."""
+    env = {}
+    for line in UNIT_TEMPLATE.read_text().splitlines():
+        if line.startswith('Environment='):
+            for assignment in shlex.split(line[len('Environment='):]):
+                key, _, value = assignment.partition('=')
+                env[key] = value
+    return env
+
+
+def loadavg():
+    return ' '.join(Path('/proc/loadavg').read_text().split()[:3])
+
+
+def memory_figures(label, pid):
+    return {'label': label, 'mappings': smaps.by_mapping(pid), 'rollup': smaps.rollup(pid),
+            'threads': smaps.threads(pid), 'loadavg': loadavg()}
 
 
 class Bench:
@@ -246,8 +277,9 @@ class Bench:
         return self.bus.call_sync(SYSTEMD, SYSTEMD_PATH, SYSTEMD_MANAGER, method, params, None,
                                   self.Gio.DBusCallFlags.NONE, timeout_ms, None)
 
-    def start_thpd(self, name, log_level):
-        """A fresh daemon on a fresh scratch tree, watched by a fresh inotify descriptor."""
+    def start_thpd(self, name, log_level, env=None):
+        """A fresh daemon on a fresh scratch tree, watched by a fresh inotify descriptor; env is
+        added to the stack's environment (by default the unit's, see unit_environment())."""
         self.stop_thpd()
         root = self.tmp / name
         root.mkdir()
@@ -263,7 +295,8 @@ class Bench:
                 f'--runtime-dir={root / "run"}', f'--policy-dir={policy_dir}', f'--config={config}']
         if log_level:
             argv.append(f'--log-level={log_level}')
-        self.thpd = thpdtest.Thpd(argv, self.stack.env, root / 'thpd.log', root / 'notify')
+        env = unit_environment() if env is None else env
+        self.thpd = thpdtest.Thpd(argv, dict(self.stack.env, **env), root / 'thpd.log', root / 'notify')
         self.thpd.wait_ready()
 
         self.log_offset = 0
@@ -521,7 +554,6 @@ class Bench:
     def idle_phase(self):
         self.run_for(QUIET_BEFORE_IDLE)
         timers = armed_timers(self.thpd.pid)
-        mappings = rss_by_mapping(self.thpd.pid)
         # Every signal on the bus, to tell bus traffic from a timer if thpd wakes up; only now,
         # so the cycles do not pay for it.
         self.signals_seen = []
@@ -537,7 +569,64 @@ class Bench:
         trace = None
         if switches_between(before['switches'], after['switches']) > 0 and self.args.strace_seconds > 0:
             trace = self.trace()
-        return before, after, timers, signals, trace, mappings, storm_lines
+        return before, after, timers, signals, trace, storm_lines
+
+    def memory_phase(self):
+        """Each daemon alone on the stack's bus, one after the other; see the module docstring."""
+        # A freshly linked binary's pages stay dirty in the page cache until writeback, and smaps
+        # counts them as the process's Private_Dirty.
+        for exe in (self.args.thpd, shutil.which('gamemoded')):
+            if exe:
+                fd = os.open(exe, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        runs = []
+        env = unit_environment()
+        variants = [('thpd', env)]
+        if env:
+            variants.append(('thpd, bare environment', {}))
+        for label, extra in variants:
+            self.start_thpd(f'memory-{len(runs)}', None, extra)
+            for _ in range(self.args.memory_cycles):
+                self.cycle()
+            self.run_for(QUIET_BEFORE_IDLE)
+            runs.append(memory_figures(label, self.thpd.pid))
+            self.stop_thpd()
+        gamemoded, why_not = self.measure_gamemoded()
+        return env, runs, gamemoded, why_not
+
+    def measure_gamemoded(self):
+        """gamemoded in the foreground on the stack's session bus, as thpd --user runs; measured
+        after the same quiet time once it owns its name. (figures or None, why not)"""
+        exe = shutil.which('gamemoded')
+        if exe is None:
+            return None, 'gamemoded is not installed (Debian: apt-get install gamemode)'
+        log_path = self.tmp / 'gamemoded.log'
+        with open(log_path, 'wb') as log:
+            proc = subprocess.Popen([exe], env=self.stack.env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        try:
+            def owns_name():
+                if proc.poll() is not None:
+                    raise BenchError(f'gamemoded exited with status {proc.returncode}:\n'
+                                     f'{thpdtest._tail(log_path.read_text(errors="replace"), 20)}')
+                return thpdtest.bus_owner(self.stack.bus_address, GAMEMODE_NAME) is not None
+
+            thpdtest.wait_until(owns_name, READY_TIMEOUT, f'gamemoded to own {GAMEMODE_NAME}')
+            self.run_for(QUIET_BEFORE_IDLE)
+            version = subprocess.run([exe, '-v'], capture_output=True, text=True, check=False)
+            figures = memory_figures('gamemoded', proc.pid)
+            figures['version'] = version.stdout.strip().splitlines()[0] if version.stdout.strip() else '?'
+            return figures, None
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     def trace(self):
         if not shutil.which('strace'):
@@ -591,7 +680,7 @@ def mib(kib):
 def report(args, latency, resources, idle):
     samples, missing_log, ahead = latency
     ready, checkpoints = resources
-    before, after, timers, signals, trace, mappings, storm_lines = idle
+    before, after, timers, signals, trace, storm_lines = idle
     tck = os.sysconf('SC_CLK_TCK')
     n = args.cycles
     rows = [('measurement', 'measured', 'target', 'result')]
@@ -661,7 +750,6 @@ def report(args, latency, resources, idle):
         print(f'note: {missing_log} cycle(s) lacked thpd\'s debug lines; the thpd-log rows exclude them')
     print('VmRSS/RssAnon (kB) by cycle: ' + ', '.join(
         f'{i}: {c["status"]["VmRSS"]}/{c["status"]["RssAnon"]}' for i, c in [(0, ready), *checkpoints]))
-    print('resident memory by mapping: ' + ', '.join(f'{n} {kb} kB' for kb, n in mappings[:8]))
     for t in timers:
         print(f'armed timer: {t}')
     for line in storm_lines:
@@ -672,6 +760,61 @@ def report(args, latency, resources, idle):
             print(f'  {ms(t - signals[0][0]):10.3f} ms  {member} {path}')
         if trace:
             print(f'strace -f -tt -p {{thpd}} after the idle window: {trace}')
+
+
+def kb(n):
+    return f'{n:,} kB'
+
+
+def report_memory(args, memory):
+    env, runs, gamemoded, why_not = memory
+    thpd = runs[0]
+    columns = [thpd] + ([gamemoded] if gamemoded else [])
+    names = set()
+    for c in columns:
+        names.update(n for n, row in c['mappings'].items() if row['Rss'])
+
+    def order(name):
+        return (-max(c['mappings'].get(name, {}).get('Private_Dirty', 0) for c in columns),
+                -max(c['mappings'].get(name, {}).get('Rss', 0) for c in columns), name)
+
+    header = ['mapping (kB)']
+    for c in columns:
+        header += [f'{c["label"]}: Rss', 'Pss', 'Private_Dirty']
+    rows = [header]
+    for name in sorted(names, key=order):
+        row = [name]
+        for c in columns:
+            m = c['mappings'].get(name)
+            row += [m[f] for f in smaps.FIELDS] if m else ['-', '-', '-']
+        rows.append(row)
+    total = ['total']
+    for c in columns:
+        total += [sum(m[f] for m in c['mappings'].values()) for f in smaps.FIELDS]
+    rows.append(total)
+
+    print()
+    print(f'Memory by mapping: each daemon alone on the private bus; thpd after {args.memory_cycles} '
+          f'start/stop cycles, each after {QUIET_BEFORE_IDLE:g} s quiet')
+    print(render(rows, right=set(range(1, len(header)))))
+
+    print()
+    rows = [('daemon', 'Private_Dirty', 'Pss', 'Rss', 'Anonymous', 'threads', 'load average')]
+    for c in runs + ([gamemoded] if gamemoded else []):
+        r = c['rollup']
+        rows.append((c['label'], kb(r['Private_Dirty']), kb(r['Pss']), kb(r['Rss']), kb(r['Anonymous']),
+                     c['threads'], c['loadavg']))
+    print(render(rows, right={1, 2, 3, 4, 5}))
+    if env:
+        print(f'thpd: with the Environment= of {UNIT_TEMPLATE.relative_to(SOURCE_ROOT)}, as systemd runs it: ' +
+              ' '.join(f'{k}={v}' for k, v in env.items()))
+    if gamemoded:
+        mine, theirs = thpd['rollup']['Private_Dirty'], gamemoded['rollup']['Private_Dirty']
+        print(f'gamemoded: {gamemoded["version"]}')
+        print(f'target: thpd Private_Dirty <= gamemoded\'s in the same run: {kb(mine)} vs {kb(theirs)} '
+              f'({mine - theirs:+d} kB): {"PASS" if mine <= theirs else "MISS"}')
+    else:
+        print(f'no comparison: {why_not}')
 
 
 def parse_args(argv):
@@ -692,11 +835,16 @@ def parse_args(argv):
                         help='niceness of this process, the observer (default -20)')
     parser.add_argument('--strace-seconds', type=float, default=10.0,
                         help='how long to trace thpd when idle wakeups were seen (default 10, 0: never)')
+    parser.add_argument('--memory-cycles', type=int, default=100,
+                        help='start/stop cycles before thpd\'s memory is measured (default 100)')
+    parser.add_argument('--memory-only', action='store_true',
+                        help='run only the memory phase (thpd beside gamemoded), about a minute')
     args = parser.parse_args(argv)
     if args.procfs == 'auto':
         args.procfs = 'real' if Path('/proc/pressure/memory').exists() else 'scratch'
-    if args.cycles < 1 or args.resource_cycles < 1 or args.idle_seconds <= 0:
-        parser.error('--cycles and --resource-cycles must be at least 1, --idle-seconds positive')
+    if args.cycles < 1 or args.resource_cycles < 1 or args.idle_seconds <= 0 or args.memory_cycles < 0:
+        parser.error('--cycles and --resource-cycles must be at least 1, --idle-seconds positive, '
+                     '--memory-cycles not negative')
     return args
 
 
@@ -722,18 +870,23 @@ def main(argv=None):
     bench = Bench(args)
     try:
         bench.start_stack()
-        print(f'latency: {args.cycles} start/stop cycles ...', flush=True)
-        latency = bench.latency_phase()
-        print(f'resources: {args.resource_cycles} start/stop cycles ...', flush=True)
-        resources = bench.resource_phase()
-        print(f'idle: {args.idle_seconds:g} s ...', flush=True)
-        idle = bench.idle_phase()
+        if not args.memory_only:
+            print(f'latency: {args.cycles} start/stop cycles ...', flush=True)
+            latency = bench.latency_phase()
+            print(f'resources: {args.resource_cycles} start/stop cycles ...', flush=True)
+            resources = bench.resource_phase()
+            print(f'idle: {args.idle_seconds:g} s ...', flush=True)
+            idle = bench.idle_phase()
+        print(f'memory: thpd after {args.memory_cycles} start/stop cycles, then gamemoded ...', flush=True)
+        memory = bench.memory_phase()
     except (BenchError, AssertionError, RuntimeError, OSError) as e:
         print(f'bench-daemon: failed: {e}', file=sys.stderr)
         return 1
     finally:
         bench.close()
-    report(args, latency, resources, idle)
+    if not args.memory_only:
+        report(args, latency, resources, idle)
+    report_memory(args, memory)
     return 0
 
 

@@ -87,12 +87,13 @@ def percentile(samples, p):
     return ordered[max(0, -(-len(ordered) * p // 100) - 1)]
 
 
-def render(rows):
-    """Rows of four columns as a table, the first row the header."""
-    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+def render(rows, right=()):
+    """Rows as a table, the first row the header; the columns numbered in right are right-aligned."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        lines.append('  '.join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append('  '.join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
         if n == 0:
             lines.append('  '.join('-' * w for w in widths))
     return '\n'.join(lines)

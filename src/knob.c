@@ -5,23 +5,34 @@
 #include "knob.h"
 #include "util.h"
 
-static const char *const enabled_words[] = { "never", "madvise", "always", NULL };
-static const char *const defrag_words[] = { "never", "defer", "madvise", "defer+madvise", "always", NULL };
-static const char *const shmem_words[] = { "deny", "never", "advise", "within_size", "always", "force", NULL };
-/* "inherit" sits last (KNOB_MTHP_INHERIT) because its strictness is borrowed, not its own. */
-static const char *const mthp_enabled_words[] = { "never", "madvise", "always", "inherit", NULL };
+enum {
+        WORDS_ENABLED,
+        WORDS_DEFRAG,
+        WORDS_SHMEM,
+        WORDS_MTHP_ENABLED,
+};
 
-#define WORD_KNOB(n, s, k, w) { .name = n, .section = s, .key = k, .kind = KNOB_KIND_WORD, .words = w }
+/* Strictest first; an empty string ends a shorter list. Arrays, not pointers: see KnobInfo. */
+static const char word_lists[][7][14] = {
+        [WORDS_ENABLED] = { "never", "madvise", "always" },
+        [WORDS_DEFRAG] = { "never", "defer", "madvise", "defer+madvise", "always" },
+        [WORDS_SHMEM] = { "deny", "never", "advise", "within_size", "always", "force" },
+        /* "inherit" sits last (KNOB_MTHP_INHERIT) because its strictness is borrowed, not its own. */
+        [WORDS_MTHP_ENABLED] = { "never", "madvise", "always", "inherit" },
+};
+
+#define WORD_KNOB(n, s, k, w) { .name = n, .section = s, .key = k, .kind = KNOB_KIND_WORD, .word_list = w }
 #define NUMBER_KNOB(n, k, lo, hi, higher) \
         { .name = n, .section = "Khugepaged", .key = k, .kind = KNOB_KIND_NUMBER, \
           .min = lo, .max = hi, .higher_is_stricter = higher }
 #define MTHP_KNOB(kb, size) \
-        WORD_KNOB("hugepages-" #kb "kB/enabled", "TransparentHugePages", "Enabled." size, mthp_enabled_words)
+        WORD_KNOB("hugepages-" #kb "kB/enabled", "TransparentHugePages", "Enabled." size, WORDS_MTHP_ENABLED)
 
 static const KnobInfo knob_table[_KNOB_MAX] = {
-        [KNOB_ENABLED] = WORD_KNOB("enabled", "TransparentHugePages", "Enabled", enabled_words),
-        [KNOB_DEFRAG] = WORD_KNOB("defrag", "TransparentHugePages", "Defrag", defrag_words),
-        [KNOB_SHMEM_ENABLED] = WORD_KNOB("shmem_enabled", "TransparentHugePages", "ShmemEnabled", shmem_words),
+        [KNOB_ENABLED] = WORD_KNOB("enabled", "TransparentHugePages", "Enabled", WORDS_ENABLED),
+        [KNOB_DEFRAG] = WORD_KNOB("defrag", "TransparentHugePages", "Defrag", WORDS_DEFRAG),
+        [KNOB_SHMEM_ENABLED] =
+                WORD_KNOB("shmem_enabled", "TransparentHugePages", "ShmemEnabled", WORDS_SHMEM),
         [KNOB_KHUGEPAGED_DEFRAG] = NUMBER_KNOB("khugepaged/defrag", "Defrag", 0, 1, false),
         [KNOB_KHUGEPAGED_MAX_PTES_NONE] = NUMBER_KNOB("khugepaged/max_ptes_none", "MaxPtesNone", 0, 511, false),
         [KNOB_KHUGEPAGED_MAX_PTES_SWAP] = NUMBER_KNOB("khugepaged/max_ptes_swap", "MaxPtesSwap", 0, 511, false),
@@ -59,6 +70,12 @@ const KnobInfo *knob_info(Knob k) {
         if (k < 0 || k >= _KNOB_MAX)
                 return NULL;
         return &knob_table[k];
+}
+
+const char *knob_word(const KnobInfo *info, KnobValue i) {
+        if (!info || info->kind != KNOB_KIND_WORD || i < 0 || i >= (KnobValue) ELEMENTSOF(word_lists[0]))
+                return NULL;
+        return word_lists[info->word_list][i][0] ? word_lists[info->word_list][i] : NULL;
 }
 
 bool knob_is_mthp(Knob k) {
@@ -103,8 +120,10 @@ int knob_from_policy_key(const char *section, const char *key, Knob *ret) {
 }
 
 static int word_index(const KnobInfo *info, const char *word, size_t len) {
-        for (int i = 0; info->words[i]; i++)
-                if (strlen(info->words[i]) == len && strncmp(info->words[i], word, len) == 0)
+        const char *w;
+
+        for (int i = 0; (w = knob_word(info, i)); i++)
+                if (strlen(w) == len && strncmp(w, word, len) == 0)
                         return i;
         return -EINVAL;
 }
@@ -196,10 +215,7 @@ const char *knob_value_to_string(Knob k, KnobValue v, char buf[static 24]) {
                 snprintf(buf, 24, "%" PRIi64, v);
                 return buf;
         }
-        for (KnobValue i = 0; info->words[i]; i++)
-                if (i == v)
-                        return info->words[i];
-        return "(invalid)";
+        return knob_word(info, v) ?: "(invalid)";
 }
 
 static KnobValue strictness_rank(Knob k, KnobValue v, KnobValue global_enabled) {
@@ -229,7 +245,7 @@ const char *knob_describe_values(Knob k, char buf[static 96]) {
                 return buf;
         }
         buf[0] = '\0';
-        for (size_t i = 0; info->words[i]; i++)
-                n += (size_t) snprintf(buf + n, 96 - n, "%s%s", i > 0 ? ", " : "", info->words[i]);
+        for (KnobValue i = 0; knob_word(info, i); i++)
+                n += (size_t) snprintf(buf + n, 96 - n, "%s%s", i > 0 ? ", " : "", knob_word(info, i));
         return buf;
 }

@@ -44,12 +44,15 @@ typedef int64_t KnobValue;
  * "enabled" value it inherits. */
 #define KNOB_MTHP_INHERIT 3
 
+/* Character arrays and a word list number, not pointers: in a position-independent executable
+ * the dynamic loader writes every pointer of a table at start (.data.rel.ro), which turns the
+ * table's pages into private memory of each thpd process; arrays stay in shared .rodata. */
 typedef struct KnobInfo {
-        const char *name;         /* path below transparent_hugepage/, and the name users type */
-        const char *section;      /* policy file section */
-        const char *key;          /* policy file key */
+        char name[33];            /* path below transparent_hugepage/, and the name users type */
+        char section[21];         /* policy file section */
+        char key[20];             /* policy file key */
         KnobKind kind;
-        const char *const *words; /* KNOB_KIND_WORD: strictest first, NULL-terminated */
+        uint8_t word_list;        /* KNOB_KIND_WORD: the words, see knob_word() */
         bool higher_is_stricter;  /* KNOB_KIND_NUMBER */
         uint64_t min, max;        /* KNOB_KIND_NUMBER: accepted range */
 } KnobInfo;
@@ -58,6 +61,10 @@ const KnobInfo *knob_info(Knob k);
 static inline const char *knob_name(Knob k) {
         return knob_info(k)->name;
 }
+
+/* Word i of a KNOB_KIND_WORD knob, strictest first (the value i stands for); NULL past the last
+ * word, and for a number knob. */
+const char *knob_word(const KnobInfo *info, KnobValue i);
 
 bool knob_is_mthp(Knob k);
 uint64_t knob_mthp_size_kb(Knob k);

@@ -4,6 +4,9 @@
 
 #include "log.h"
 
+/* Longer messages are cut, terminating NUL included. */
+#define LOG_MESSAGE_MAX 2048
+
 static int max_level = LOG_INFO;
 
 void log_set_max_level(int level) {
@@ -48,16 +51,31 @@ int log_internal(int level, int error, const char *format, ...) {
                 error = -error;
 
         if (level <= max_level) {
-                char buf[2048];
-
-                va_start(ap, format);
-                vsnprintf(buf, sizeof buf, format, ap);
-                va_end(ap);
+                /* One write() of a line formatted here. fprintf() on the unbuffered stderr formats
+                 * through an 8 kB buffer on the stack (glibc's buffered_vfprintf): the deepest
+                 * point of the daemon's stack, whose pages the kernel never takes back. */
+                char line[sizeof "<-2147483648>" + LOG_MESSAGE_MAX];
+                size_t n = 0;
+                int k;
 
                 if (stderr_is_journal())
-                        fprintf(stderr, "<%d>%s\n", level, buf);
-                else
-                        fprintf(stderr, "%s\n", buf);
+                        n = (size_t) snprintf(line, sizeof "<-2147483648>", "<%d>", level);
+                va_start(ap, format);
+                k = vsnprintf(line + n, LOG_MESSAGE_MAX, format, ap);
+                va_end(ap);
+                if (k > 0)
+                        n += (size_t) k < LOG_MESSAGE_MAX ? (size_t) k : LOG_MESSAGE_MAX - 1;
+                line[n++] = '\n';
+
+                for (size_t done = 0; done < n;) {
+                        ssize_t w = write(STDERR_FILENO, line + done, n - done);
+
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                break;
+                        done += (size_t) w;
+                }
         }
 
         errno = saved_errno;

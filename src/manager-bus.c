@@ -30,6 +30,8 @@ typedef struct Awaiter {
         sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
 } Awaiter;
 
+#define SNAPSHOT_DIGEST_SIZE 32 /* SHA-256 */
+
 /* Properties that send PropertiesChanged; see tracked_properties[]. */
 enum {
         TRACKED_KNOBS,
@@ -52,9 +54,12 @@ typedef struct BusData {
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter* */
         StormAction storm_action;
-        /* The value of each tracked property as last announced, in sd_bus_message_dump() form:
-         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent. */
-        char *announced[_TRACKED_MAX];
+        /* The SHA-256 of each tracked property as last announced, in sd_bus_message_dump() form:
+         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent.
+         * A digest, not the text: Knobs alone dumps to 4 kB, which the daemon would hold for good
+         * and reallocate at every apply. */
+        uint8_t announced[_TRACKED_MAX][SNAPSHOT_DIGEST_SIZE];
+        bool announced_valid[_TRACKED_MAX];
 } BusData;
 
 /* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
@@ -455,25 +460,32 @@ static const struct {
         [TRACKED_POLICY_DIAGNOSTICS] = { "PolicyDiagnostics", property_get_policy_diagnostics },
 };
 
-/* The property's current value as text; NULL if it cannot be built (then it counts as changed). */
-static char *property_snapshot(Manager *m, sd_bus_property_get_t get) {
+/* The digest of the property's current value as text; false if it cannot be built (then it
+ * counts as changed). */
+static bool property_snapshot(Manager *m, sd_bus_property_get_t get,
+                              uint8_t digest[static SNAPSHOT_DIGEST_SIZE]) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_fclose_ FILE *f = NULL;
+        g_autoptr(GChecksum) checksum = NULL;
         g_autofree char *text = NULL;
-        size_t size = 0;
+        size_t size = 0, len = SNAPSHOT_DIGEST_SIZE;
 
         if (sd_bus_message_new_signal(m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
             get(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, m, &error) < 0 ||
             sd_bus_message_seal(msg, 1, 0) < 0)
-                return NULL;
+                return false;
         f = open_memstream(&text, &size);
         if (!f)
-                return NULL;
+                return false;
         if (sd_bus_message_dump(msg, f, 0) < 0 || fflush(f) != 0)
-                return NULL;
+                return false;
         fclose(TAKE_PTR(f));
-        return TAKE_PTR(text);
+
+        checksum = g_checksum_new(G_CHECKSUM_SHA256);
+        g_checksum_update(checksum, (const guchar *) text, (gssize) size);
+        g_checksum_get_digest(checksum, digest, &len);
+        return len == SNAPSHOT_DIGEST_SIZE;
 }
 
 static void emit_changed_properties(Manager *m) {
@@ -483,12 +495,14 @@ static void emit_changed_properties(Manager *m) {
         int r;
 
         for (size_t i = 0; i < _TRACKED_MAX; i++) {
-                g_autofree char *now = property_snapshot(m, tracked_properties[i].get);
+                uint8_t now[SNAPSHOT_DIGEST_SIZE];
+                bool valid = property_snapshot(m, tracked_properties[i].get, now);
 
-                if (now && streq_ptr(now, d->announced[i]))
+                if (valid && d->announced_valid[i] && memcmp(now, d->announced[i], sizeof now) == 0)
                         continue;
-                g_free(d->announced[i]);
-                d->announced[i] = TAKE_PTR(now);
+                if (valid)
+                        memcpy(d->announced[i], now, sizeof now);
+                d->announced_valid[i] = valid;
                 changed[n++] = tracked_properties[i].name;
         }
         if (n == 0)
@@ -1019,8 +1033,6 @@ void manager_bus_free(Manager *m) {
         sd_event_source_disable_unref(d->exit_source);
         polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
-        for (size_t i = 0; i < _TRACKED_MAX; i++)
-                g_free(d->announced[i]);
         g_free(d);
         m->bus_data = NULL;
 }

@@ -614,26 +614,23 @@ static GArray *collect_active(Manager *m) {
         return active;
 }
 
-const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size) {
+/* On the heap: a policy path can be PATH_MAX long, and a buffer that size in apply_knobs() made
+ * the stack deeper for good (the kernel keeps stack pages once touched). */
+char *manager_knob_reason(const Manager *m, Knob k) {
         const Source *s = &m->target.source[k];
 
         switch (s->kind) {
         case SOURCE_POLICY:
-                snprintf(buf, size, "%s for %s", s->policy->path, s->unit);
-                break;
+                return g_strdup_printf("%s for %s", s->policy->path, s->unit);
         case SOURCE_BASELINE:
-                snprintf(buf, size, "baseline, no policy votes");
-                break;
+                return g_strdup("baseline, no policy votes");
         case SOURCE_MITIGATION:
-                snprintf(buf, size, "storm mitigation");
-                break;
+                return g_strdup("storm mitigation");
         case SOURCE_OVERRIDE:
-                snprintf(buf, size, "admin override");
-                break;
+                return g_strdup("admin override");
         default:
-                snprintf(buf, size, "no source");
+                return g_strdup("no source");
         }
-        return buf;
 }
 
 /* Returns the number of knobs that could not be read or set. */
@@ -647,15 +644,18 @@ static unsigned apply_knobs(Manager *m, GArray *changes) {
         FOREACH_KNOB(k) {
                 KnobValue want = m->target.value[k], cur;
                 bool from_baseline = m->target.source[k].kind == SOURCE_BASELINE;
-                char a[24], b[24], reason[PATH_MAX + 128];
+                char a[24], b[24];
                 int r;
 
                 if (want == KNOB_VALUE_UNSET)
                         continue;
                 if (!m->present[k]) {
-                        if (!from_baseline)
+                        if (!from_baseline) {
+                                g_autofree char *reason = manager_knob_reason(m, k);
+
                                 log_debug("%s: not on this kernel, ignoring the vote (%s)", knob_name(k),
-                                          manager_knob_reason(m, k, reason, sizeof reason));
+                                          reason);
+                        }
                         continue;
                 }
 
@@ -685,20 +685,25 @@ static unsigned apply_knobs(Manager *m, GArray *changes) {
                 }
 
                 if (cur != want) {
+                        g_autofree char *reason = manager_knob_reason(m, k);
+
                         r = sysfs_write_knob(m->sysfs_root, k, want);
                         if (r < 0) {
                                 log_error_errno(r, "%s: cannot set %s (%s): %s", knob_name(k),
-                                                knob_value_to_string(k, want, a),
-                                                manager_knob_reason(m, k, reason, sizeof reason), strerror(-r));
+                                                knob_value_to_string(k, want, a), reason, strerror(-r));
                                 (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
                                 errors++;
                                 continue;
                         }
                         m->counters.knob_writes++;
-                        manager_knob_reason(m, k, reason, sizeof reason);
                         log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, cur, a),
                                  knob_value_to_string(k, want, b), reason);
-                        KnobChange change = { .knob = k, .old_value = cur, .new_value = want, .reason = g_strdup(reason) };
+                        KnobChange change = {
+                                .knob = k,
+                                .old_value = cur,
+                                .new_value = want,
+                                .reason = g_steal_pointer(&reason),
+                        };
                         g_array_append_val(changes, change);
                 }
                 m->applied[k] = want;

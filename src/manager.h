@@ -135,7 +135,8 @@ GPtrArray *manager_policies_for_unit(Manager *m, const char *unit);
 int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t duration_usec);
 void manager_clear_override(Manager *m);
 
-const char *manager_knob_reason(const Manager *m, Knob k, char *buf, size_t size);
+/* Why the knob has its target value ("POLICY-PATH for UNIT", "admin override", ...); free it. */
+char *manager_knob_reason(const Manager *m, Knob k);
 
 /* What "no vote" resolves to per knob: the recorded kernel value, or the one thpd.conf pins;
  * UNSET for knobs this kernel lacks. */

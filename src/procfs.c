@@ -8,8 +8,9 @@
 #include "sysfs.h"
 #include "util.h"
 
+/* Names as arrays, not pointers, like the other constant tables: see KnobInfo in knob.h. */
 static const struct {
-        const char *name;
+        char name[26];
         size_t offset;
 } vmstat_fields[] = {
         { "compact_stall",             offsetof(VmStat, compact_stall) },

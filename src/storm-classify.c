@@ -130,7 +130,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         /* Durations: the lower bounds keep the sampler from spinning, the upper ones catch a unit
          * typed wrong ("10d" for "10s"). The short minima let tests run in well under a second. */
         static const struct {
-                const char *key;
+                char key[17]; /* an array, not a pointer: see KnobInfo in knob.h */
                 size_t offset;
                 uint64_t min, max;
         } durations[] = {

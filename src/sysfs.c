@@ -160,10 +160,7 @@ static bool knob_value_is_valid(Knob k, KnobValue v) {
                 return false;
         if (info->kind == KNOB_KIND_NUMBER)
                 return (uint64_t) v >= info->min && (uint64_t) v <= info->max;
-        for (KnobValue i = 0; info->words[i]; i++)
-                if (i == v)
-                        return true;
-        return false;
+        return knob_word(info, v) != NULL;
 }
 
 int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {

@@ -50,8 +50,10 @@ static int multiply_checked(uint64_t a, uint64_t b, uint64_t *ret) {
 }
 
 int parse_size(const char *s, uint64_t *ret) {
+        /* Suffixes as arrays, not pointers: a table of pointers is written by the dynamic loader
+         * at start and costs each thpd process private memory (see KnobInfo in knob.h). */
         static const struct {
-                const char *suffix;
+                char suffix[4];
                 uint64_t factor;
         } table[] = {
                 { "",    1ULL },
@@ -78,7 +80,7 @@ int parse_size(const char *s, uint64_t *ret) {
 
 int parse_duration_usec(const char *s, uint64_t *ret) {
         static const struct {
-                const char *suffix;
+                char suffix[4]; /* an array, not a pointer: see parse_size() */
                 uint64_t usec;
         } table[] = {
                 { "",     1000000ULL },
@@ -119,28 +121,33 @@ const char *format_page_size(uint64_t kb, char buf[static 24]) {
 #define SUGGEST_MAX_LEN 64
 
 static unsigned edit_distance(const char *a, size_t la, const char *b, size_t lb) {
-        unsigned d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1];
+        /* Row i needs only rows i-1 and i-2 (the transposition); the whole matrix would be 17 kB
+         * of stack, which stays resident in the daemon for good once a policy has a typo. */
+        unsigned rows[3][SUGGEST_MAX_LEN + 1];
 
-        for (size_t i = 0; i <= la; i++)
-                d[i][0] = (unsigned) i;
         for (size_t j = 0; j <= lb; j++)
-                d[0][j] = (unsigned) j;
-        for (size_t i = 1; i <= la; i++)
+                rows[0][j] = (unsigned) j;
+        for (size_t i = 1; i <= la; i++) {
+                unsigned *d = rows[i % 3];
+                const unsigned *up = rows[(i + 2) % 3], *up2 = rows[(i + 1) % 3]; /* rows i-1, i-2 */
+
+                d[0] = (unsigned) i;
                 for (size_t j = 1; j <= lb; j++) {
                         unsigned cost = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
-                        unsigned best = d[i - 1][j - 1] + cost;
+                        unsigned best = up[j - 1] + cost;
 
-                        if (d[i - 1][j] + 1 < best)
-                                best = d[i - 1][j] + 1;
-                        if (d[i][j - 1] + 1 < best)
-                                best = d[i][j - 1] + 1;
+                        if (up[j] + 1 < best)
+                                best = up[j] + 1;
+                        if (d[j - 1] + 1 < best)
+                                best = d[j - 1] + 1;
                         if (i > 1 && j > 1 && tolower((unsigned char) a[i - 1]) == tolower((unsigned char) b[j - 2]) &&
                             tolower((unsigned char) a[i - 2]) == tolower((unsigned char) b[j - 1]) &&
-                            d[i - 2][j - 2] + 1 < best)
-                                best = d[i - 2][j - 2] + 1;
-                        d[i][j] = best;
+                            up2[j - 2] + 1 < best)
+                                best = up2[j - 2] + 1;
+                        d[j] = best;
                 }
-        return d[la][lb];
+        }
+        return rows[la % 3][lb];
 }
 
 const char *closest_match(const char *word, const char *const *candidates, size_t n) {

@@ -5,7 +5,16 @@
 
 START_TEST(test_names_round_trip) {
         FOREACH_KNOB(k) {
+                const KnobInfo *info = knob_info(k);
                 Knob found;
+
+                /* A string that fills its array exactly compiles without its NUL (a word would run into
+                 * the next one). */
+                ck_assert_ptr_nonnull(memchr(info->name, '\0', sizeof info->name));
+                ck_assert_ptr_nonnull(memchr(info->section, '\0', sizeof info->section));
+                ck_assert_ptr_nonnull(memchr(info->key, '\0', sizeof info->key));
+                for (KnobValue i = 0; knob_word(info, i); i++)
+                        ck_assert_uint_lt(strlen(knob_word(info, i)), 14);
 
                 ck_assert_int_eq(knob_from_name(knob_name(k), &found), 0);
                 ck_assert_int_eq(found, k);
@@ -13,6 +22,12 @@ START_TEST(test_names_round_trip) {
                 ck_assert_int_eq(found, k);
         }
         ck_assert_str_eq(knob_name(KNOB_MTHP_FIRST + 3), "hugepages-64kB/enabled");
+        ck_assert_str_eq(knob_word(knob_info(KNOB_DEFRAG), 3), "defer+madvise");
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_DEFRAG), 5));
+        ck_assert_str_eq(knob_word(knob_info(KNOB_SHMEM_ENABLED), 5), "force");
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_SHMEM_ENABLED), 6));
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_ENABLED), -1));
+        ck_assert_ptr_null(knob_word(knob_info(KNOB_KHUGEPAGED_DEFRAG), 0));
         ck_assert_int_eq(knob_mthp_size_kb(KNOB_MTHP_FIRST + 8), 2048);
 }
 END_TEST
@@ -96,6 +111,24 @@ START_TEST(test_parse_helpers) {
 }
 END_TEST
 
+START_TEST(test_closest_match) {
+        static const char *const words[] = { "Enabled", "Defrag", "ShmemEnabled", "PagesToScan" };
+        char long_word[65];
+
+        ck_assert_str_eq(closest_match("Enabeld", words, 4), "Enabled");     /* transposition */
+        ck_assert_str_eq(closest_match("defrag", words, 4), "Defrag");       /* case */
+        ck_assert_str_eq(closest_match("ShmemEnbled", words, 4), "ShmemEnabled");
+        ck_assert_str_eq(closest_match("PagsToScn", words, 4), "PagesToScan");
+        ck_assert_ptr_null(closest_match("Size", words, 4));
+        ck_assert_ptr_null(closest_match("", words, 4));
+
+        memset(long_word, 'a', 64);
+        long_word[64] = '\0';
+        ck_assert_ptr_null(closest_match(long_word, words, 4));
+        ck_assert_str_eq(closest_match(long_word + 1, (const char *const[]) { long_word }, 1), long_word);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("knob");
         TCase *tc = tcase_create("core");
@@ -105,6 +138,7 @@ int main(void) {
         tcase_add_test(tc, test_sysfs_syntax);
         tcase_add_test(tc, test_strictness);
         tcase_add_test(tc, test_parse_helpers);
+        tcase_add_test(tc, test_closest_match);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
