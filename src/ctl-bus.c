@@ -900,9 +900,10 @@ static bool locale_is_utf8(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(variables) && !(set && set[0]); i++)
                 set = getenv(variables[i]);
-        /* No locale at all, or plain C: a service's or a test's environment, shown on terminals
-         * that speak UTF-8. A UTF-8 locale that is not installed still names the terminal's. */
-        if (!set || !set[0] || streq(set, "C") || strcasestr(set, "UTF-8") || strcasestr(set, "utf8"))
+        /* No locale at all: a service's environment, shown on terminals that speak UTF-8, as
+         * systemctl assumes. A locale asked for by name is taken at its word, so LC_ALL=C gets
+         * ASCII; a UTF-8 locale that is not installed still names the terminal's. */
+        if (!set || !set[0] || strcasestr(set, "UTF-8") || strcasestr(set, "utf8"))
                 return true;
         return streq(nl_langinfo(CODESET), "UTF-8");
 }

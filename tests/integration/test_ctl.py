@@ -227,6 +227,51 @@ class ConventionsTest(ApiTestCase):
             out = subprocess.run(ctl_argv('explain', 'enabled'), env=env, capture_output=True, text=True, check=True)
             self.assertIn('  → never', out.stdout)
 
+    def test_every_verb_ascii_under_c_locale(self):
+        """LC_ALL=C: every glyph and dash of every verb from the ASCII table, as systemctl does;
+        under a UTF-8 locale the same header draws the real bullet."""
+        c = dict(self.stack.env, LC_ALL='C')
+        policy = self.policy_dir / 'redis.conf'
+
+        def output(*args, status=0):
+            proc = subprocess.run(ctl_argv(*args), env=c, capture_output=True, text=True)
+            self.assertEqual(proc.returncode, status, f'thpd-ctl {" ".join(args)}: {proc.stdout}{proc.stderr}')
+            text = proc.stdout + proc.stderr
+            self.assertTrue(text.isascii(), f'thpd-ctl {" ".join(args)} under LC_ALL=C:\n{text}')
+            return text
+
+        self.assertRegex(output('status').splitlines()[0], r'^\* thpd \S+ - ')
+        self.assertIn('\n  -> never', output('explain', 'enabled'))
+        for args in (('status', '--full'), ('show',), ('list',), ('explain',), ('cat', 'redis.conf'),
+                     ('verify', str(policy)), ('metrics',), ('help',), ('--version',), ('reload',),
+                     ('--json', 'status'), ('--json', 'list')):
+            output(*args)
+        output('override', 'enabled=sometimes', status=2)
+        output('frobnicate', status=2)
+        output('await', 'no-policy.service')
+        # monitor: the Applied line an override causes.
+        monitor = subprocess.Popen(ctl_argv('monitor'), env=c, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        monitor.pending = b''
+        try:
+            read_line = test_api.SignalsTest.read_line
+            # Printed once its matches are in place.
+            self.assertTrue(read_line(monitor, stream='stderr').isascii())
+            self.ctl('override', 'defrag=always', '--for=60s')
+            lines = [read_line(monitor)]
+            while ' Applied: ' not in lines[-1]:
+                lines.append(read_line(monitor))
+            self.assertIn(' Applied: defrag ', lines[-1])
+            self.assertIn(' -> always ', lines[-1])
+            self.assertTrue(''.join(lines).isascii(), lines)
+        finally:
+            monitor.kill()
+            monitor.communicate()
+        self.ctl('override', '--clear')
+
+        utf8 = subprocess.run(ctl_argv('status'), env=dict(self.stack.env, LC_ALL='C.UTF-8'), capture_output=True,
+                              text=True, check=True).stdout
+        self.assertTrue(utf8.startswith('● thpd '), utf8)
+
     def test_lines_cut_at_the_terminal_width(self):
         env = dict(self.stack.env, TERM='dumb')
         status, cut = on_terminal(ctl_argv('status'), env, columns=40)
