@@ -323,6 +323,15 @@ static int schedule(StormWatcher *w, uint64_t base_usec) {
         return arm_timer(w, base_usec, w->config.idle_poll_interval_usec);
 }
 
+/* Whether the interval since the last poll was quiet: classified on a copy of the state, which
+ * the caller keeps only when it was. */
+static bool quiet_poll(const StormWatcher *w, const StormSample *cur) {
+        StormState probe = w->state;
+
+        (void) storm_classify(&w->config, &probe, &w->prev, cur);
+        return storm_state_is_idle(&probe);
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         StormWatcher *w = userdata;
         StormChanges changes;
@@ -340,7 +349,14 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
 
-        if (w->has_prev) {
+        if (w->has_prev && was_idle && !w->psi_source && !quiet_poll(w, &cur)) {
+                /* Without a PSI trigger, a poll that was not quiet stands in for the trigger: it
+                 * starts a sampling run, and only StormAfter= of heat sampled from here on is a
+                 * storm. Classifying the whole poll interval would make one short burst inside
+                 * it a storm "over" the interval. */
+                (void) storm_classify(&w->config, &w->state, NULL, &cur);
+                log_debug("Storm counters not quiet over the last poll: sampling them.");
+        } else if (w->has_prev) {
                 changes = storm_classify(&w->config, &w->state, &w->prev, &cur);
                 report(w, &changes);
         }

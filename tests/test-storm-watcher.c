@@ -37,6 +37,10 @@ typedef struct Scenario {
         StormKind kind;
         Load storm, calm;
         uint64_t calm_before_usec;
+        /* 0: the storm lasts until it is detected; else a burst this long, then calm for
+         * calm_after_usec, at the end of which the watcher must be idle again. */
+        uint64_t burst_usec, calm_after_usec;
+        bool sampled_after_burst;
 
         Stage stage;
         uint64_t stage_since, last_write;
@@ -128,7 +132,16 @@ static int on_write(sd_event_source *s, uint64_t usec, void *userdata) {
                 }
                 break;
         case STAGE_STORM:
+                if (sc->burst_usec > 0 && now - sc->stage_since >= sc->burst_usec)
+                        set_stage(sc, STAGE_CALM_AFTER, now);
+                break;
         case STAGE_CALM_AFTER:
+                if (sc->burst_usec == 0)
+                        break;
+                if (storm_watcher_is_sampling(sc->watcher))
+                        sc->sampled_after_burst = true;
+                if (now - sc->stage_since >= sc->calm_after_usec && !storm_watcher_is_sampling(sc->watcher))
+                        return sd_event_exit(sc->event, 0);
                 break;
         case STAGE_DONE:
                 /* After the storm cleared and the hold-down passed, the run ends. */
@@ -331,6 +344,65 @@ START_TEST(test_direct_compaction_storm) {
 }
 END_TEST
 
+/* Without a PSI trigger the watcher polls every IdlePollInterval=, much longer than StormAfter=
+ * (10 s and 3 s by default; a tenth of that here). A poll that was not quiet only starts a
+ * sampling run, as the trigger would: a burst shorter than StormAfter= is no storm, however hot,
+ * and sustained heat still is. */
+static void config_for_fallback(StormConfig *cfg) {
+        config_for_test(cfg);
+        ck_assert_int_eq(storm_config_set(cfg, "IdlePollInterval", "1s"), 0);
+        ck_assert_int_eq(storm_config_set(cfg, "StormAfter", "500ms"), 0);
+}
+
+START_TEST(test_fallback_burst_is_no_storm) {
+        Scenario sc = {
+                .kind = STORM_KIND_DIRECT_COMPACTION,
+                .storm = { .stalls_per_sec = 2000, .fail_ratio = 0.95, .psi_percent = 40 },
+                .calm = { .psi_percent = 1 },
+                .calm_before_usec = 400 * MSEC,
+                .burst_usec = 150 * MSEC,
+                .calm_after_usec = 2500 * MSEC,
+        };
+        StormConfig cfg;
+
+        config_for_fallback(&cfg);
+        run_scenario(&sc, &cfg);
+
+        ck_assert(!sc.sampled_while_calm);
+        /* The poll that saw the burst started a run, which ended calm. */
+        ck_assert(sc.sampled_after_burst);
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
+                ck_assert_uint_eq(sc.detected[k], 0);
+        ck_assert_uint_eq(sc.n_levels, 0);
+        ck_assert(storm_state_is_idle(storm_watcher_get_state(sc.watcher)));
+
+        scenario_done(&sc);
+}
+END_TEST
+
+START_TEST(test_fallback_sustained_storm) {
+        Scenario sc = {
+                .kind = STORM_KIND_DIRECT_COMPACTION,
+                .storm = { .stalls_per_sec = 2000, .fail_ratio = 0.95, .psi_percent = 40 },
+                .calm = { .psi_percent = 1 },
+                .calm_before_usec = 400 * MSEC,
+        };
+        StormConfig cfg;
+
+        config_for_fallback(&cfg);
+        run_scenario(&sc, &cfg);
+
+        ck_assert(!sc.sampled_while_calm);
+        ck_assert_uint_eq(sc.detected[STORM_KIND_DIRECT_COMPACTION], 1);
+        ck_assert_uint_eq(sc.cleared[STORM_KIND_DIRECT_COMPACTION], 1);
+        /* StormAfter= of heat sampled after the poll that saw it first, not the poll interval. */
+        ck_assert_uint_ge(sc.detected_at, sc.storm_started + cfg.storm_after_usec - 2 * cfg.window_usec);
+        ck_assert_uint_le(sc.trip.window_usec, 2 * cfg.window_usec);
+
+        scenario_done(&sc);
+}
+END_TEST
+
 START_TEST(test_khugepaged_storm) {
         Scenario sc = {
                 .kind = STORM_KIND_KHUGEPAGED,
@@ -504,6 +576,8 @@ int main(void) {
 
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_direct_compaction_storm);
+        tcase_add_test(tc, test_fallback_burst_is_no_storm);
+        tcase_add_test(tc, test_fallback_sustained_storm);
         tcase_add_test(tc, test_khugepaged_storm);
         tcase_add_test(tc, test_kthread_restart);
         tcase_add_test(tc, test_new_errors);
