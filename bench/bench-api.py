@@ -148,6 +148,8 @@ def print_table(args, results):
                  f'{ms(statistics.median(floor))} (a process that connects and pings)'))
     rows.append(('thpd-ctl status, wall time, p90', ms(nearest_rank(status, 0.9)), '',
                  ms(nearest_rank(floor, 0.9))))
+    rows.append(('thpd-ctl status / floor, medians', f'{statistics.median(status) / statistics.median(floor):.2f}x',
+                 '<= 1.2x', ''))
     rows.append(('thpd-ctl status, wall time, max', ms(max(status)), '', ms(max(floor))))
     rate, trips = results['getall']
     ping_rate, ping_trips = results['ping']

@@ -268,18 +268,26 @@ static void print_status(const CtlProperties *p, GArray *usage) {
 static int print_properties(const CtlOptions *o, char *const *names, bool usage,
                             void (*print_text)(const CtlProperties *p, char *const *names, GArray *usage)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(ctl_unit_usage_call_clear) CtlUsageCall usage_call = {};
         g_autoptr(GArray) unit_usage = NULL;
+        bool usage_sent = false;
         CtlProperties p;
         int r;
 
         r = ctl_bus_open(o, &bus);
         if (r != CTL_EXIT_OK)
                 return r;
+        if (usage) {
+                r = ctl_unit_usage_call(bus, &usage_call);
+                if (r < 0)
+                        log_warning("Cannot ask how much THP the units hold: %s", strerror(-r));
+                usage_sent = r >= 0;
+        }
         r = ctl_get_properties(o, bus, &p);
         if (r != CTL_EXIT_OK)
                 return r;
-        if (usage)
-                ctl_get_unit_usage(bus, &unit_usage);
+        if (usage_sent)
+                ctl_unit_usage_finish(bus, &usage_call, &unit_usage);
 
         if (o->json) {
                 Json j;

@@ -86,26 +86,56 @@ static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
         u->read_by_ctl = true;
 }
 
-void ctl_get_unit_usage(sd_bus *bus, GArray **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_autoptr(GArray) usage = NULL;
+static int on_usage_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        CtlUsageCall *c = userdata;
+
+        c->reply = sd_bus_message_ref(reply);
+        return 0;
+}
+
+int ctl_unit_usage_call(sd_bus *bus, CtlUsageCall *c) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         int r;
 
-        *ret = NULL;
+        *c = (CtlUsageCall) {};
         r = sd_bus_message_new_method_call(bus, &call, THPD_BUS_NAME, THPD_BUS_PATH, THPD_BUS_INTERFACE, "GetUnitUsage");
         if (r >= 0)
-                r = sd_bus_call(bus, call, USAGE_TIMEOUT_USEC, &error, &reply);
+                r = sd_bus_call_async(bus, &c->slot, call, on_usage_reply, c, USAGE_TIMEOUT_USEC);
+        return r;
+}
+
+void ctl_unit_usage_call_clear(CtlUsageCall *c) {
+        c->slot = sd_bus_slot_unref(c->slot);
+        c->reply = sd_bus_message_unref(c->reply);
+}
+
+void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
+        g_autoptr(GArray) usage = NULL;
+        const sd_bus_error *error;
+        int r = 0;
+
+        *ret = NULL;
+        /* The answer may have come in while status waited for GetAll; sd-bus keeps it queued. */
+        while (!c->reply && r >= 0) {
+                r = sd_bus_process(bus, NULL);
+                if (r == 0)
+                        r = sd_bus_wait(bus, UINT64_MAX);
+        }
         if (r < 0) {
+                log_warning("Cannot read how much THP the units hold: %s", strerror(-r));
+                return;
+        }
+        error = sd_bus_message_get_error(c->reply);
+        if (error) {
                 /* A thpd from before the method: say nothing, as about any property it lacks. */
-                if (!sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD))
+                if (!sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_METHOD))
                         log_warning("Cannot read how much THP the units hold: %s",
-                                    error.message ?: strerror(-r));
+                                    error->message ?: strerror(-sd_bus_message_get_errno(c->reply)));
                 return;
         }
         usage = g_array_new(FALSE, TRUE, sizeof(CtlUnitUsage));
         g_array_set_clear_func(usage, unit_usage_clear);
-        r = read_usage(reply, usage);
+        r = read_usage(c->reply, usage);
         if (r < 0) {
                 log_warning("Cannot read thpd's answer about THP usage: %s", strerror(-r));
                 return;
