@@ -397,7 +397,9 @@ START_TEST(test_fallback_sustained_storm) {
         ck_assert_uint_eq(sc.cleared[STORM_KIND_DIRECT_COMPACTION], 1);
         /* StormAfter= of heat sampled after the poll that saw it first, not the poll interval. */
         ck_assert_uint_ge(sc.detected_at, sc.storm_started + cfg.storm_after_usec - 2 * cfg.window_usec);
-        ck_assert_uint_le(sc.trip.window_usec, 2 * cfg.window_usec);
+        /* A late timer on a loaded machine stretches a sampling window; only a trip
+         * measured across the whole idle poll means the poll itself was judged. */
+        ck_assert_uint_lt(sc.trip.window_usec, cfg.idle_poll_interval_usec);
 
         scenario_done(&sc);
 }
