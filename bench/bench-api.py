@@ -11,7 +11,7 @@ How to run (as root):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build --verbose api      # about 15 s
-    /usr/bin/python3 -B bench/bench-api.py --thpd build/src/thpd --ctl build/src/thpd-ctl \\
+    /usr/bin/python3 -B bench/bench-api.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
         --client build/bench/bench-api-client
 
 The set-up

@@ -11,10 +11,10 @@ How to run (as root, with Debian's /usr/bin/python3, which has python3-gi):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build            # the full run, about two minutes
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd \\
+    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd
+    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd \\
         --cycles 20 --resource-cycles 50 --idle-seconds 5       # a smoke run
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/thpd --memory-only  # phase 4 alone
+    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd --memory-only  # phase 4 alone
 
 Plain "meson test" does not run it. The defaults are the figures of the daemon issue: 200
 latency cycles, 1,000 resource cycles, 60 s idle. The machine should be otherwise quiet: on a
@@ -155,7 +155,7 @@ TARGET_RSS_KIB = 4 * 1024
 CYCLE_TIMEOUT = 10.0
 CHECKPOINT_EVERY = 100
 # thpd hands freed heap back to the kernel 5 s after its last apply (TRIM_DELAY_USEC in
-# src/manager.c): that wakeup belongs to the activity before the idle window, not to it.
+# src/daemon/manager.c): that wakeup belongs to the activity before the idle window, not to it.
 QUIET_BEFORE_IDLE = 7.0
 
 UNIT_TEMPLATE = SOURCE_ROOT / 'units' / 'thpd.service.in'
@@ -820,9 +820,9 @@ def report_memory(args, memory):
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_thpd = os.environ.get('THPD_BIN') or str(SOURCE_ROOT / 'build' / 'src' / 'thpd')
+    default_thpd = os.environ.get('THPD_BIN') or str(SOURCE_ROOT / 'build' / 'src' / 'daemon' / 'thpd')
     parser.add_argument('--thpd', type=Path, default=Path(default_thpd),
-                        help='the daemon (default: $THPD_BIN, else build/src/thpd)')
+                        help='the daemon (default: $THPD_BIN, else build/src/daemon/thpd)')
     parser.add_argument('--cycles', type=int, default=200, help='latency cycles (default 200)')
     parser.add_argument('--resource-cycles', type=int, default=1000, help='resource cycles (default 1000)')
     parser.add_argument('--idle-seconds', type=float, default=60.0, help='idle window (default 60)')

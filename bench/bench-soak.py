@@ -12,7 +12,7 @@ than a running unit's policy, a wrong end state), and 77 ("skipped") where the s
 How to run (as root, Debian's /usr/bin/python3):
 
     meson test --benchmark -C build --verbose soak          # 5,000 cycles, a few minutes
-    /usr/bin/python3 -B bench/bench-soak.py --thpd build/src/thpd --ctl build/src/thpd-ctl \\
+    /usr/bin/python3 -B bench/bench-soak.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
         --cycles 200                                          # a smoke run
 
 Set-up

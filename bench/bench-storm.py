@@ -10,7 +10,7 @@ How to run (as root):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build --verbose            # runs bench-daemon.py and this
-    /usr/bin/python3 -B bench/bench-storm.py --thpd build/src/thpd --thpd-ctl build/src/thpd-ctl
+    /usr/bin/python3 -B bench/bench-storm.py --thpd build/src/daemon/thpd --thpd-ctl build/src/ctl/thpd-ctl
     /usr/bin/python3 -B bench/bench-storm.py ... --fp-minutes 1 --idle-seconds 10 --reps 1   # smoke run
 
 The full run takes about 16 minutes: 10 for the false positives, 2 for the recorded storm
@@ -588,8 +588,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     build = SOURCE_ROOT / 'build' / 'src'
-    parser.add_argument('--thpd', type=Path, default=Path(os.environ.get('THPD_BIN') or build / 'thpd'))
-    parser.add_argument('--thpd-ctl', type=Path, default=Path(os.environ.get('THPD_CTL_BIN') or build / 'thpd-ctl'))
+    parser.add_argument('--thpd', type=Path, default=Path(os.environ.get('THPD_BIN') or build / 'daemon' / 'thpd'))
+    parser.add_argument('--thpd-ctl', type=Path, default=Path(os.environ.get('THPD_CTL_BIN') or build / 'ctl' / 'thpd-ctl'))
     parser.add_argument('--reps', type=int, default=10,
                         help='latency runs of the floor configuration; half as many with the defaults, '
                              'a third with the recorded storm (default 10)')

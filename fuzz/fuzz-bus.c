@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The D-Bus method handlers of org.thpd1.Manager (src/manager-bus.c), as a local user reaches
+/* The D-Bus method handlers of org.thpd1.Manager (src/daemon/manager-bus.c), as a local user reaches
  * them: each input becomes one D-Bus message, in wire format, that a stand-in bus daemon writes
  * to the socket of a real, running thpd Manager.
  *

@@ -235,10 +235,10 @@ while IFS= read -r line; do
                         pattern="NUMBER_KNOB\(\"khugepaged/[a-z_]+\", \"$key\""
                 fi
                 [[ -n $size ]] && pattern="MTHP_KNOB\([0-9]+, \"$size\"\)"
-                if grep -qE "$pattern" "$src/src/knob.c"; then
+                if grep -qE "$pattern" "$src/src/core/knob.c"; then
                         ok "thpd.conf [Baseline$section] $key${size:+.$size} is a knob key"
                 else
-                        fail "thpd.conf [Baseline$section] $key${size:+.$size} is not in src/knob.c"
+                        fail "thpd.conf [Baseline$section] $key${size:+.$size} is not in src/core/knob.c"
                 fi
         fi
 done < "$conf"

@@ -103,7 +103,7 @@ opts=$("$thpd_exec" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
 for o in $opts; do
         documented thpd-generator.8 "$o" || fail "thpd-generator.8 does not document $o (from thpd-exec --help)"
 done
-for v in $(grep -ohE 'getenv\("[A-Z_]+"\)' "$src/src/thpd-generator.c" "$src/src/unit-files.c" | grep -oE '[A-Z_]{4,}'); do
+for v in $(grep -ohE 'getenv\("[A-Z_]+"\)' "$src/src/generator/thpd-generator.c" "$src/src/shared/unit-files.c" | grep -oE '[A-Z_]{4,}'); do
         documented thpd-generator.8 "$v" || fail "thpd-generator.8 does not document \$$v (read by thpd-generator)"
 done
 

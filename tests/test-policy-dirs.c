@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "policy-dirs.h"
 #include "policy.h"
 #include "test-util.h"
 #include "util.h"

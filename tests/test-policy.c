@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <sys/stat.h>
 
+#include "policy-dirs.h"
 #include "policy.h"
 #include "test-util.h"
 #include "util.h"

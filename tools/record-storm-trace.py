@@ -23,7 +23,7 @@ columns; then one line per sample, space-separated unsigned integers:
   psi_memory_some_usec, psi_memory_full_usec, psi_cpu_some_usec
                              total= of /proc/pressure/memory and /proc/pressure/cpu
 Counters are cumulative, as thpd reads them: the classifier takes the deltas itself. A kernel
-thread counts only with PF_KTHREAD set, as in thpd (src/procfs.c); the set is found once, at
+thread counts only with PF_KTHREAD set, as in thpd (src/shared/procfs.c); the set is found once, at
 the start (khugepaged restarting during a recording would need a new trace).
 
 Reads /proc only, so it needs no privileges; it changes nothing.

@@ -25,9 +25,9 @@ if [ -d /run/systemd/system ]; then
                 install -Dm0644 data/org.thpd1.conf /etc/dbus-1/system.d/org.thpd1.conf
                 systemctl reload dbus.service || true
         fi
-        echo "Running build/src/thpd ${args[*]}"
-        exec build/src/thpd "${args[@]}"
+        echo "Running build/src/daemon/thpd ${args[*]}"
+        exec build/src/daemon/thpd "${args[@]}"
 fi
 
 echo "systemd is not PID 1 here: following a private systemd --user manager instead."
-exec /usr/bin/python3 -B tools/try-thpd.py build/src/thpd "${args[@]}"
+exec /usr/bin/python3 -B tools/try-thpd.py build/src/daemon/thpd "${args[@]}"

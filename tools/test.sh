@@ -134,7 +134,7 @@ valgrind_layer() {
                 fi
         done
         echo "valgrind thpd-ctl verify policy/*.conf"
-        if "${vg[@]}" build-test/src/thpd-ctl verify policy/*.conf; then
+        if "${vg[@]}" build-test/src/ctl/thpd-ctl verify policy/*.conf; then
                 passed=$((passed + 1))
         else
                 failed=$((failed + 1))

@@ -29,7 +29,7 @@ def main():
         print('Started a private systemd --user manager. In another shell, try:\n'
               f'  export XDG_RUNTIME_DIR={stack.runtime_dir} DBUS_SESSION_BUS_ADDRESS={stack.bus_address}\n'
               '  systemd-run --user --unit=redis-server.service sleep 600   # THP goes to never\n'
-              '  build/src/thpd-ctl --user status\n'
+              '  build/src/ctl/thpd-ctl --user status\n'
               '  systemctl --user stop redis-server.service                 # the baseline comes back\n',
               flush=True)
         proc = subprocess.Popen([thpd, '--user', *extra], env=stack.env)

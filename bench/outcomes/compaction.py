@@ -235,7 +235,7 @@ def plot(csv_path, faults_path, png_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--thpd', help='the thpd executable (default: build/src/thpd)')
+    parser.add_argument('--thpd', help='the thpd executable (default: build/src/daemon/thpd)')
     parser.add_argument('--runs', type=int, default=3, help='runs of each mode (default 3)')
     parser.add_argument('--seconds', type=float, default=15, help='faulting time per run (default 15)')
     parser.add_argument('--max-mib', type=int, default=3072)

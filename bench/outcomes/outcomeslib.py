@@ -201,7 +201,8 @@ def check_root():
 # thpd and its manager
 
 def find_binary(name, explicit=None):
-    candidates = [explicit] if explicit else [TOP / 'build' / 'src' / name]
+    folders = {'thpd': 'daemon', 'thpd-ctl': 'ctl'}
+    candidates = [explicit] if explicit else [TOP / 'build' / 'src' / folders[name] / name]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return str(candidate)

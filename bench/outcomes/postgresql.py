@@ -188,8 +188,8 @@ def plot(csv_path, png_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--thpd', help='the thpd executable (default: build/src/thpd)')
-    parser.add_argument('--thpd-ctl', help='the thpd-ctl executable (default: build/src/thpd-ctl)')
+    parser.add_argument('--thpd', help='the thpd executable (default: build/src/daemon/thpd)')
+    parser.add_argument('--thpd-ctl', help='the thpd-ctl executable (default: build/src/ctl/thpd-ctl)')
     parser.add_argument('--runs', type=int, default=5, help='runs of each mode (default 5)')
     parser.add_argument('--seconds', type=int, default=20, help='measured pgbench time per run (default 20)')
     parser.add_argument('--scale', type=int, default=6, help='pgbench scale (default 6, about 95 MB)')

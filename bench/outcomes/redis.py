@@ -304,8 +304,8 @@ def plot(csv_path, png_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--thpd', help='the thpd executable (default: build/src/thpd)')
-    parser.add_argument('--thpd-ctl', help='the thpd-ctl executable (default: build/src/thpd-ctl)')
+    parser.add_argument('--thpd', help='the thpd executable (default: build/src/daemon/thpd)')
+    parser.add_argument('--thpd-ctl', help='the thpd-ctl executable (default: build/src/ctl/thpd-ctl)')
     parser.add_argument('--runs', type=int, default=3, help='runs of each mode (default 3)')
     parser.add_argument('--keys', type=int, default=3_000_000, help='keys of 512 bytes (default 3M, about 2 GiB)')
     parser.add_argument('--quick', action='store_true', help='one run of each with 1M keys, to a scratch dir')

@@ -8,7 +8,7 @@ and thpd-ctl show only the message). The interface XML in data/ is compared with
 running daemon introspects as.
 
 Run as root:
-    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_api.py -v
+    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_api.py -v
 """
 
 import json

@@ -11,7 +11,7 @@ stand-in polkit on the same bus: authorized, refused, challenged, the interactiv
 slow answer that must not hold up the daemon.
 
 Run as root:
-    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_bus_policy.py -v
+    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_bus_policy.py -v
 """
 
 import json

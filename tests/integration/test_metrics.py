@@ -19,7 +19,7 @@ directory. What a fleet sees is asserted where it sees it:
   phase and counters.
 
 Run as root:
-    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_metrics.py -v
+    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_metrics.py -v
 """
 
 import os

@@ -19,7 +19,7 @@ scratch sysfs, Explain and the Applied signals. Short Window=/StormAfter=/CoolAf
 keep each test within about 15 s.
 
 Run as root:
-    THPD_BIN=build/src/thpd THPD_CTL_BIN=build/src/thpd-ctl /usr/bin/python3 -B test_storm.py -v
+    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_storm.py -v
 """
 
 import json

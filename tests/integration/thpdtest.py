@@ -46,7 +46,7 @@ Steady state
 
 Environment: THPD_BIN (the daemon; the class is skipped without it), THPD_CTL_BIN (thpd-ctl,
 for tests that use it). Run a file directly as root, e.g.
-    THPD_BIN=build/src/thpd /usr/bin/python3 -B tests/integration/test_daemon.py -v
+    THPD_BIN=build/src/daemon/thpd /usr/bin/python3 -B tests/integration/test_daemon.py -v
 or through "meson test --suite integration".
 """
 

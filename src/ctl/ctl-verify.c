@@ -6,6 +6,7 @@
 #include "ctl.h"
 #include "diagnostics.h"
 #include "log.h"
+#include "policy-dirs.h"
 #include "policy.h"
 #include "util.h"
 

@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "policy-dirs.h"
 #include "policy.h"
 #include "unit-exec.h"
 #include "unit-files.h"

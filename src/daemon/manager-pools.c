@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "manager-pools.h"
+#include "pool-ops.h"
 #include "pools.h"
 #include "sysfs.h"
 #include "util.h"

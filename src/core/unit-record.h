@@ -15,6 +15,3 @@
 int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart);
 /* Sorted, so that equal sets give equal text. */
 char *unit_record_format(GHashTable *started, GHashTable *needs_restart);
-
-/* -ENOENT when there is no record. */
-int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *needs_restart);

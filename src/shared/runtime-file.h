@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <glib.h>
 #include <sys/types.h>
 
 /* Records thpd keeps in its runtime directory for the next instance (after a crash or a
@@ -16,3 +17,7 @@ int runtime_file_remove(const char *dir, const char *name);
  * reader sees the old or the new content, never a part. The file gets exactly mode, whatever
  * the umask. No fsync: for files thpd writes again at every start. The directory must exist. */
 int file_replace(const char *path, const char *content, mode_t mode);
+
+/* The unit record (unit-record.h) in runtime_dir. */
+/* -ENOENT when there is no record. */
+int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *needs_restart);

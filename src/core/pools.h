@@ -26,11 +26,3 @@ typedef struct PoolResult {
  * "pages" on a shortfall, a negative errno when the kernel refused the write. */
 int pool_resize(const PoolOps *ops, uint64_t page_size_kb, int node, uint64_t pages, unsigned retries,
                 PoolResult *result);
-
-/* PoolOps on a sysfs and procfs root. */
-typedef struct PoolRoots {
-        const char *sysfs_root;
-        const char *procfs_root;
-} PoolRoots;
-
-PoolOps pool_ops_sysfs(const PoolRoots *roots);

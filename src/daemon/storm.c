@@ -9,6 +9,7 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "procfs.h"
 #include "storm.h"
 #include "util.h"
 

@@ -56,6 +56,9 @@ static inline bool streq_ptr(const char *a, const char *b) {
         })
 
 /* Parses an unsigned decimal number; rejects signs, blanks, trailing junk and overflow. */
+/* True for a non-empty string of ASCII digits only. */
+bool string_is_digits(const char *s);
+
 int parse_u64(const char *s, uint64_t *ret);
 
 /* Parses "8G", "512M", "2048k", "4096" (bytes) with binary multipliers (K, M, G, T; optional B/iB). */

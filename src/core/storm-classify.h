@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "knob.h"
-#include "procfs.h"
+#include "procfs-parse.h"
 
 /* Storm classification: a pure function from counter samples to a per-kind phase. No I/O here;
  * storm.c reads the samples and reports what this decides. */

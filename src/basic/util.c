@@ -172,3 +172,12 @@ const char *closest_match(const char *word, const char *const *candidates, size_
         }
         return best;
 }
+
+bool string_is_digits(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!isdigit((unsigned char) *s))
+                        return false;
+        return true;
+}

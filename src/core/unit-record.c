@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "sysfs.h"
 #include "unit-record.h"
 #include "util.h"
 
@@ -61,15 +60,4 @@ char *unit_record_format(GHashTable *started, GHashTable *needs_restart) {
                 g_string_append_printf(s, "restart %s %s\n", unit, (const char *) g_hash_table_lookup(needs_restart, unit));
         }
         return g_string_free(s, FALSE);
-}
-
-int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *needs_restart) {
-        g_autofree char *path = g_build_filename(runtime_dir, UNIT_RECORD_FILE, NULL);
-        _cleanup_free_ char *content = NULL;
-        int r;
-
-        r = read_small_file(path, &content);
-        if (r < 0)
-                return r;
-        return unit_record_parse(content, started, needs_restart);
 }

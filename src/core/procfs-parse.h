@@ -5,10 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* What the storm watcher reads from procfs: parsers that take file content (pure, so tests feed
- * them recorded files) and small readers that find the files under a relocatable procfs root.
- * Readers return -errno from open/read, -EFBIG for a file larger than any of these should be,
- * and -EBADMSG for content the parser does not understand. */
+/* Parsers of procfs file content: pure, so tests and the fuzzer feed them recorded files.
+ * They return -EBADMSG for content they do not understand. procfs.h reads the files. */
 
 /* The /proc/vmstat counters a storm shows up in (kernel-facts §2). A counter this kernel does
  * not have (no CONFIG_COMPACTION, an older kernel) reads as 0, which is also what it would
@@ -61,15 +59,6 @@ typedef struct ProcStat {
 
 int procfs_parse_pid_stat(const char *content, ProcStat *ret);
 
-/* The whole content of a virtual file (st_size 0) below root, NUL-terminated; free with free().
- * Also for cgroup files, which are read the same way. */
-int procfs_read_file(const char *root, const char *relpath, char **ret);
-
-int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
-/* resource: "memory", "cpu" or "io". -ENOENT when the kernel has no PSI (or psi=0). */
-int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);
-int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret);
-
 /* From /proc/PID/status: "THP_enabled:" (Linux 5.0) is false only when the process disabled THP
  * entirely with prctl(PR_SET_THP_DISABLE); the global knob does not show there, nor does the
  * 6.18 "except advised" mode. -ENODATA when the kernel has no such line. */
@@ -79,21 +68,6 @@ typedef struct ProcThpStatus {
 } ProcThpStatus;
 
 int procfs_parse_thp_status(const char *status, ProcThpStatus *ret);
-int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret);
-
-/* The kernel threads whose CPU time shows khugepaged and kcompactd storms. */
-typedef struct ProcfsKthreads {
-        pid_t khugepaged;     /* 0: not running (THP off everywhere, or no THP) */
-        pid_t *kcompactd;     /* one per NUMA node with memory, ascending by pid */
-        size_t n_kcompactd;
-} ProcfsKthreads;
-
-void procfs_kthreads_done(ProcfsKthreads *k);
-
-/* Scans <procfs>/<pid>/stat for "khugepaged" and "kcompactd<N>". Only tasks flagged PF_KTHREAD
- * count: any process can name itself "khugepaged" with prctl(PR_SET_NAME), and it must not be
- * able to fake a storm. Finding none of them is not an error. */
-int procfs_find_kthreads(const char *procfs_root, ProcfsKthreads *ret);
 
 /* True for "khugepaged" / "kcompactd<digits>". */
 bool procfs_is_khugepaged_comm(const char *comm);

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include "runtime-file.h"
+#include "sysfs.h"
+#include "unit-record.h"
 #include "util.h"
 
 /* exact_mode 0: 0644 less the umask. */
@@ -60,4 +62,15 @@ int runtime_file_remove(const char *dir, const char *name) {
         if (unlink(path) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
+}
+
+int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *needs_restart) {
+        g_autofree char *path = g_build_filename(runtime_dir, UNIT_RECORD_FILE, NULL);
+        _cleanup_free_ char *content = NULL;
+        int r;
+
+        r = read_small_file(path, &content);
+        if (r < 0)
+                return r;
+        return unit_record_parse(content, started, needs_restart);
 }

@@ -702,26 +702,6 @@ finish:
         return r;
 }
 
-int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int fd, r;
-
-        /* O_NONBLOCK: a FIFO swapped in after the directory scan checked the file must not hang
-         * the daemon (it reads as empty); nothing changes for a regular file. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd >= 0 && !(f = fdopen(fd, "r"))) {
-                r = errno;
-                (void) close(fd);
-                errno = r;
-        }
-        if (!f) {
-                r = -errno;
-                diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot open: %s", g_strerror(-r));
-                return r;
-        }
-        return policy_parse_file(f, path, flags, diag, ret);
-}
-
 bool policy_unit_pattern_matches(const char *pattern, const char *unit) {
         g_autofree char *instances = NULL;
         const char *at;

@@ -8,6 +8,7 @@
 #include "baseline.h"
 #include "metrics.h"
 #include "policy-index.h"
+#include "policy-dirs.h"
 #include "policy.h"
 #include "resolve.h"
 #include "settings.h"
