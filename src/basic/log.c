@@ -60,6 +60,9 @@ int log_internal(int level, int error, const char *format, ...) {
 
                 if (stderr_is_journal())
                         n = (size_t) snprintf(line, sizeof "<-2147483648>", "<%d>", level);
+                /* %m in the format prints the error passed in, not whatever errno holds. */
+                if (error != 0)
+                        errno = error;
                 va_start(ap, format);
                 k = vsnprintf(line + n, LOG_MESSAGE_MAX, format, ap);
                 va_end(ap);

@@ -13,7 +13,8 @@ int log_get_max_level(void);
 /* Accepts "emerg".."debug" or 0..7; returns the level or -EINVAL. */
 int log_level_from_string(const char *s);
 
-/* Logs and returns -abs(error) (or 0 when error is 0), so callers can "return log_..._errno(r, ...)". */
+/* Logs and returns -abs(error) (or 0 when error is 0), so callers can "return log_..._errno(r, ...)".
+ * %m in the format prints the error's message (strerror(abs(error))), as in systemd. */
 int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
 
 #define log_full_errno(level, error, ...) log_internal((level), (error), __VA_ARGS__)
