@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "daemon-listeners.h"
 #include "manager.h"
 #include "util.h"
 
@@ -466,8 +467,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                 .config_path = config,
                 .user = true,
         };
-        if (sd_event_new(&F.event) < 0 || manager_new(F.event, &options, &F.manager) < 0 ||
-            manager_start(F.manager) < 0 ||
+        if (sd_event_new(&F.event) < 0 || manager_new(F.event, &options, &F.manager) < 0) {
+                fprintf(stderr, "fuzz-bus: thpd's Manager could not be created\n");
+                abort();
+        }
+        daemon_listeners_attach(F.manager);
+        if (manager_start(F.manager) < 0 ||
             sd_event_add_io(F.event, NULL, F.done_pipe[0], EPOLLIN, on_done, NULL) < 0) {
                 fprintf(stderr, "fuzz-bus: thpd's Manager did not start (THPD_FUZZ_LOG=1 shows its log)\n");
                 abort();

@@ -7,14 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _pure_ __attribute__((pure))
+#define _fallthrough_ __attribute__((fallthrough))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
 
 static inline void freep(void *p) {
         free(*(void **) p);
@@ -39,6 +44,17 @@ static inline bool streq_ptr(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* D-Bus strings say "none" with "": NULL where the caller means "absent". */
+static inline const char *empty_to_null(const char *s) {
+        return s && s[0] ? s : NULL;
+}
+
+/* The clock in µs (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
+uint64_t now_usec(clockid_t clock);
+
+/* For sorting arrays of char* (g_ptr_array_sort(), qsort()): the elements are pointers to them. */
+int compare_strings(const void *a, const void *b);
 
 /* Moves ownership out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                              \

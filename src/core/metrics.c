@@ -6,7 +6,6 @@
 #include "policy.h"
 #include "util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 
 typedef struct Family {
         const char *name;

@@ -4,10 +4,6 @@
 
 #define UNIT_RECORD_HEADER "# thpd units v1: units of active policies (started under them, or needing a restart)\n"
 
-static int compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
 static bool valid_word(const char *s) {
         return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
 }

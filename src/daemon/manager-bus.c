@@ -11,7 +11,6 @@
 #include "polkit.h"
 #include "util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 #define OVERRIDE_MAX_USEC (365 * 24 * 3600 * USEC_PER_SEC)
 
 /* Await() callers held at once. Each costs a message and a bus match; beyond this a caller gets
@@ -53,7 +52,6 @@ typedef struct BusData {
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter* */
-        StormAction storm_action;
         /* The SHA-256 of each tracked property as last announced, in sd_bus_message_dump() form:
          * PropertiesChanged goes out only for what really changed, so an idle daemon is silent.
          * A digest, not the text: Knobs alone dumps to 4 kB, which the daemon would hold for good
@@ -76,7 +74,7 @@ static const char *value_or_empty(Knob k, KnobValue v, char buf[static 24]) {
 }
 
 static PolicyRuntime *runtime_of(const Manager *m, const char *policy_name) {
-        return g_hash_table_lookup(m->policy_runtime, policy_name);
+        return g_hash_table_lookup(m->plan.policy_runtime, policy_name);
 }
 
 static bool policy_is_active(const Manager *m, const char *policy_name) {
@@ -117,33 +115,6 @@ static int append_strings(sd_bus_message *reply, GPtrArray *strings) {
 }
 
 /* ---- storms ---- */
-
-static unsigned phase_severity(StormPhase p) {
-        switch (p) {
-        case STORM_PHASE_STORM:
-                return 3;
-        case STORM_PHASE_COOLING:
-                return 2;
-        case STORM_PHASE_SUSPECT:
-                return 1;
-        default:
-                return 0;
-        }
-}
-
-static StormPhase worst_storm_phase(const Manager *m) {
-        StormPhase worst = STORM_PHASE_CALM;
-
-        if (!m->storm)
-                return worst;
-        for (StormKind k = 0; k < _STORM_KIND_MAX; k++) {
-                StormPhase p = storm_watcher_get_phase(m->storm, k);
-
-                if (phase_severity(p) > phase_severity(worst))
-                        worst = p;
-        }
-        return worst;
-}
 
 /* The figures that tell a storm of this kind, as a{sd}. */
 static int append_figures(sd_bus_message *msg, StormKind kind, const StormFigures *f) {
@@ -217,7 +188,7 @@ static int property_get_knobs(sd_bus *bus, const char *path, const char *interfa
                 return r;
         FOREACH_KNOB(k) {
                 const Source *s = &m->target.source[k];
-                bool resolved = m->applied_once && s->kind != SOURCE_NONE;
+                bool resolved = manager_knob_resolved(m, k);
                 char applied[24], target[24], base[24];
 
                 if (!m->present[k])
@@ -282,10 +253,6 @@ static int property_get_pools(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_close_container(reply);
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
                                           const char *property, sd_bus_message *reply, void *userdata,
                                           sd_bus_error *error) {
@@ -317,7 +284,7 @@ static int property_get_needs_restart(sd_bus *bus, const char *path, const char 
         gpointer unit_name;
         int r;
 
-        g_hash_table_iter_init(&iter, m->needs_restart);
+        g_hash_table_iter_init(&iter, m->plan.needs_restart);
         while (g_hash_table_iter_next(&iter, &unit_name, NULL))
                 g_ptr_array_add(units, unit_name);
         /* Sorted, so that the same set always reads (and compares) the same. */
@@ -326,7 +293,7 @@ static int property_get_needs_restart(sd_bus *bus, const char *path, const char 
         for (guint i = 0; r >= 0 && i < units->len; i++) {
                 const char *unit = g_ptr_array_index(units, i);
 
-                r = sd_bus_message_append(reply, "(ss)", unit, (const char *) g_hash_table_lookup(m->needs_restart, unit));
+                r = sd_bus_message_append(reply, "(ss)", unit, (const char *) g_hash_table_lookup(m->plan.needs_restart, unit));
         }
         if (r < 0)
                 return r;
@@ -362,7 +329,7 @@ static int property_get_override_expires_at(sd_bus *bus, const char *path, const
 
 static int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return sd_bus_message_append(reply, "s", storm_phase_to_string(worst_storm_phase(userdata)));
+        return sd_bus_message_append(reply, "s", storm_phase_to_string(manager_storm_phase(userdata)));
 }
 
 static int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -391,9 +358,8 @@ static int property_get_storms(sd_bus *bus, const char *path, const char *interf
 static int property_get_storm_action(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        BusData *d = m->bus_data;
 
-        return sd_bus_message_append(reply, "s", storm_action_to_string(d->storm_action));
+        return sd_bus_message_append(reply, "s", storm_action_to_string(m->settings.storm.action));
 }
 
 static int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -510,7 +476,7 @@ static void emit_changed_properties(Manager *m) {
         changed[n] = NULL;
         r = sd_bus_emit_properties_changed_strv(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
         if (r < 0)
-                log_warning_errno(r, "Cannot send PropertiesChanged: %s", strerror(-r));
+                log_warning_errno(r, "Cannot send PropertiesChanged: %m");
 }
 
 /* ---- authorization ---- */
@@ -839,7 +805,7 @@ static bool await_try_reply(Manager *m, sd_bus_message *call, const char *unit) 
         r = sd_bus_reply_method_return(call, "bs", policies->len > 0,
                                        policies->len > 0 ? ((const Policy *) g_ptr_array_index(policies, 0))->name : "");
         if (r < 0)
-                log_debug_errno(r, "Cannot answer Await(%s): %s", unit, strerror(-r));
+                log_debug_errno(r, "Cannot answer Await(%s): %m", unit);
         return true;
 }
 
@@ -996,33 +962,32 @@ static int request_name(Manager *m) {
                 return r;
         }
         if (r < 0)
-                return log_error_errno(r, "Cannot own the bus name %s: %s", THPD_BUS_NAME, strerror(-r));
+                return log_error_errno(r, "Cannot own the bus name %s: %m", THPD_BUS_NAME);
         log_debug("Owning %s.", THPD_BUS_NAME);
         return 0;
 }
 
-int manager_bus_register(Manager *m) {
+static int on_connected(Manager *m, void *userdata) {
         BusData *d = g_new0(BusData, 1);
         int r;
 
         d->polkit = polkit_registry_new();
         d->awaiters = g_ptr_array_new_with_free_func(awaiter_free_void);
-        d->storm_action = STORM_DEFAULT_ACTION;
         m->bus_data = d;
 
         r = sd_event_add_exit(m->event, &d->exit_source, on_event_loop_exit, m);
         if (r >= 0)
                 r = sd_event_source_set_priority(d->exit_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch for the daemon's exit: %s", strerror(-r));
+                return log_error_errno(r, "Cannot watch for the daemon's exit: %m");
 
         r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot register %s: %s", THPD_BUS_PATH, strerror(-r));
+                return log_error_errno(r, "Cannot register %s: %m", THPD_BUS_PATH);
         return request_name(m);
 }
 
-void manager_bus_free(Manager *m) {
+static void on_free(Manager *m, void *userdata) {
         BusData *d = m->bus_data;
 
         if (!d)
@@ -1057,19 +1022,20 @@ static void emit_applied(Manager *m, const KnobChange *changes, size_t n_changes
         if (r >= 0)
                 r = sd_bus_send(m->bus, signal, NULL);
         if (r < 0)
-                log_warning_errno(r, "Cannot send the Applied signal: %s", strerror(-r));
+                log_warning_errno(r, "Cannot send the Applied signal: %m");
 }
 
-void manager_bus_after_apply(Manager *m, const KnobChange *changes, size_t n_changes) {
+static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
         if (!m->bus_data)
                 return;
-        if (n_changes > 0)
-                emit_applied(m, changes, n_changes);
+        if (report->n_changes > 0)
+                emit_applied(m, report->changes, report->n_changes);
         emit_changed_properties(m);
         answer_awaiters(m);
 }
 
-void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures) {
+static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
+                           void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
         int r = 0;
 
@@ -1093,16 +1059,14 @@ void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const
         if (r >= 0 && signal)
                 r = sd_bus_send(m->bus, signal, NULL);
         if (r < 0)
-                log_warning_errno(r, "Cannot send the storm signal: %s", strerror(-r));
+                log_warning_errno(r, "Cannot send the storm signal: %m");
 
         emit_changed_properties(m);
 }
 
-void manager_bus_set_storm_action(Manager *m, StormAction action) {
-        BusData *d = m->bus_data;
-
-        if (!d || d->storm_action == action)
-                return;
-        d->storm_action = action;
-        emit_changed_properties(m);
-}
+const ManagerListener manager_bus_listener = {
+        .connected = on_connected,
+        .applied = on_applied,
+        .storm_event = on_storm_event,
+        .free = on_free,
+};

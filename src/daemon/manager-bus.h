@@ -18,21 +18,10 @@
 /* The polkit action of Reload, SetOverride and ClearOverride (data/org.thpd1.policy). */
 #define THPD_POLKIT_ACTION "org.thpd1.manage"
 
-/* The org.thpd1.Manager object: registers the vtable and requests the name. */
-int manager_bus_register(Manager *m);
-/* Unregisters. Await() calls still pending when the event loop exits are answered with an error
- * (the daemon is stopping) before sd-bus closes the connection. */
-void manager_bus_free(Manager *m);
-
-/* Called by manager_apply after every pass: emits Applied for changes (if any) and
- * PropertiesChanged for the properties whose value changed, and answers Await() calls whose
- * unit's policy is now applied. */
-void manager_bus_after_apply(Manager *m, const KnobChange *changes, size_t n_changes);
-
-/* For the storm watcher's callback (after the manager has acted on the event): sends
- * StormDetected or StormCleared, and PropertiesChanged for StormState. */
-void manager_bus_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures);
-
-/* The configured storm action for the StormAction property (storm.h keeps the watcher's
- * configuration private); "log" until this is called. */
-void manager_bus_set_storm_action(Manager *m, StormAction action);
+/* The org.thpd1.Manager object. Once connected it registers the vtable and requests the name;
+ * after every apply it emits Applied for changes (if any) and PropertiesChanged for the
+ * properties whose value changed, and answers Await() calls whose unit's policy is now applied;
+ * after a storm event, StormDetected or StormCleared. Await() calls still pending when the event
+ * loop exits are answered with an error (the daemon is stopping) before sd-bus closes the
+ * connection. */
+extern const ManagerListener manager_bus_listener;

@@ -14,41 +14,11 @@ typedef struct IsolationCall {
         unsigned stops;
 } IsolationCall;
 
-const char *isolation_state_to_string(IsolationState s) {
-        static const char *const names[_ISOLATION_STATE_MAX] = {
-                [ISOLATION_CHECKING] = "checking",
-                [ISOLATION_ISOLATED] = "isolated",
-                [ISOLATION_NOT_ISOLATED] = "not-isolated",
-                [ISOLATION_UNVERIFIED] = "unverified",
-        };
-
-        if (s < 0 || s >= _ISOLATION_STATE_MAX)
-                return NULL;
-        return names[s];
-}
-
-static void isolation_free(gpointer p) {
-        Isolation *i = p;
-
-        g_free(i->unit);
-        g_free(i->policy);
-        g_free(i->note);
-        g_free(i);
-}
-
 static void isolation_call_free(void *p) {
         IsolationCall *c = p;
 
         g_free(c->unit);
         g_free(c);
-}
-
-void manager_isolation_init(Manager *m) {
-        m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, isolation_free);
-}
-
-void manager_isolation_free(Manager *m) {
-        g_clear_pointer(&m->isolation, g_hash_table_destroy);
 }
 
 static void set_state(Isolation *i, IsolationState state, char *note) {
@@ -145,19 +115,16 @@ static void ask_processes(Manager *m, Isolation *i) {
         sd_bus_slot_unref(slot);
 }
 
-const Isolation *manager_isolation_check(Manager *m, const Policy *p, const TrackedUnit *u) {
-        Isolation *i = g_hash_table_lookup(m->isolation, u->name);
+static void check(Manager *m, const IsolationRequest *req) {
+        const Policy *p = req->policy;
+        Isolation *i = g_new0(Isolation, 1);
         char buf[24];
 
-        if (i && i->stops == u->stops && streq(i->policy, p->name) && i->mode == p->service_thp)
-                return i;
-
-        i = g_new0(Isolation, 1);
         *i = (Isolation) {
-                .unit = g_strdup(u->name),
+                .unit = g_strdup(req->unit),
                 .policy = g_strdup(p->name),
                 .mode = p->service_thp,
-                .stops = u->stops,
+                .stops = req->stops,
                 .state = ISOLATION_CHECKING,
         };
         g_hash_table_replace(m->isolation, i->unit, i);
@@ -170,10 +137,10 @@ const Isolation *manager_isolation_check(Manager *m, const Policy *p, const Trac
                 /* Only now, with the unit running: GetUnitProcesses loads the unit it names, so it
                  * is never asked in reaction to UnitNew/UnitRemoved (that looped with PID 1). */
                 ask_processes(m, i);
-        return i;
 }
 
-void manager_isolation_prune(Manager *m, GHashTable *wanted) {
+/* Forgets the units no longer wanted. */
+static void prune(Manager *m, GHashTable *wanted) {
         GHashTableIter iter;
         const char *unit;
 
@@ -198,3 +165,14 @@ GPtrArray *manager_isolation_list(Manager *m) {
         g_ptr_array_sort(list, compare_isolation);
         return list;
 }
+
+static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
+        for (size_t i = 0; i < report->n_isolation_checks; i++)
+                check(m, &report->isolation_checks[i]);
+        if (report->wanted)
+                prune(m, report->wanted);
+}
+
+const ManagerListener manager_isolation_listener = {
+        .applied = on_applied,
+};

@@ -3,40 +3,13 @@
 
 #include "manager.h"
 
-/* The services of Scope=service policies: does the process a unit runs have THP disabled (by
- * thpd-exec, which thpd-generator's drop-in puts in front of ExecStart=)? A unit started before
- * the drop-in existed, or before the daemon-reload that made it, is not, and is listed as
- * needing a restart. Asked of the kernel once per start of the unit, never polled. */
+/* The daemon's side of Scope=service isolation (isolation.h): it asks the systemd manager for a
+ * unit's processes (GetUnitProcesses) once per start, reads their THP_enabled, and queues an
+ * apply with the answer, which the plan turns into NeedsRestart. */
 
-typedef enum IsolationState {
-        ISOLATION_CHECKING,     /* its processes are being asked for */
-        ISOLATION_ISOLATED,     /* every process reads THP_enabled: 0 */
-        ISOLATION_NOT_ISOLATED, /* a process reads THP_enabled: 1 */
-        ISOLATION_UNVERIFIED,   /* madvise (the kernel shows only the full disable), or no answer */
-        _ISOLATION_STATE_MAX,
-} IsolationState;
-
-typedef struct Isolation {
-        char *unit;
-        char *policy;     /* the policy file name */
-        KnobValue mode;   /* what it asks for its processes: never or madvise (an Enabled= value) */
-        unsigned stops;   /* the unit's stop count when asked: after a restart it is asked again */
-        IsolationState state;
-        char *note;       /* what was found, such as "PID 123 (redis-server) has THP_enabled: 1" */
-} Isolation;
-
-const char *isolation_state_to_string(IsolationState s);
-
-void manager_isolation_init(Manager *m);
-void manager_isolation_free(Manager *m);
-
-/* For a running unit of a service-scoped policy: the entry, asking the systemd manager for the
- * unit's processes (GetUnitProcesses) when it has not been asked since the unit started. The
- * answer updates the entry and queues an apply, which updates NeedsRestart. */
-const Isolation *manager_isolation_check(Manager *m, const Policy *p, const TrackedUnit *u);
-
-/* Forgets the units not in "wanted" (a set of unit names). */
-void manager_isolation_prune(Manager *m, GHashTable *wanted);
+/* Checks the units the plan names (ApplyReport.isolation_checks) and forgets those no longer
+ * wanted. */
+extern const ManagerListener manager_isolation_listener;
 
 /* Isolation*, sorted by unit name; borrowed. */
 GPtrArray *manager_isolation_list(Manager *m);

@@ -11,10 +11,6 @@
 /* node_exporter runs as its own user; thpd.service's UMask=0077 would hide the file from it. */
 #define METRICS_FILE_MODE 0644
 
-static gint compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 char *manager_metrics_render(Manager *m) {
         g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(MetricsKnob));
         g_autoptr(GArray) policies = g_array_new(FALSE, TRUE, sizeof(MetricsPolicy));
@@ -43,7 +39,7 @@ char *manager_metrics_render(Manager *m) {
         FOREACH_KNOB(k) {
                 const Source *s = &m->target.source[k];
                 /* As the Knobs property: no target or source before the first resolution. */
-                bool resolved = m->applied_once && s->kind != SOURCE_NONE;
+                bool resolved = manager_knob_resolved(m, k);
                 bool by_policy = resolved && s->kind == SOURCE_POLICY;
 
                 if (!m->present[k])
@@ -63,7 +59,7 @@ char *manager_metrics_render(Manager *m) {
         /* m->policies, not the runtime table: that one remembers policies a reload removed. */
         for (guint i = 0; i < m->policies->len; i++) {
                 const Policy *p = g_ptr_array_index(m->policies, i);
-                const PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+                const PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
 
                 g_array_append_val(policies, ((MetricsPolicy) {
                         .name = p->name,
@@ -90,14 +86,14 @@ char *manager_metrics_render(Manager *m) {
         }
 
         /* Sorted: a hash table's order would change the text without a change of state. */
-        g_hash_table_iter_init(&iter, m->needs_restart);
+        g_hash_table_iter_init(&iter, m->plan.needs_restart);
         while (g_hash_table_iter_next(&iter, &unit, NULL))
                 g_ptr_array_add(restart_units, unit);
         g_ptr_array_sort(restart_units, compare_strings);
         for (guint i = 0; i < restart_units->len; i++) {
                 const char *u = g_ptr_array_index(restart_units, i);
 
-                g_array_append_val(restarts, ((MetricsRestart) { .unit = u, .policy = g_hash_table_lookup(m->needs_restart, u) }));
+                g_array_append_val(restarts, ((MetricsRestart) { .unit = u, .policy = g_hash_table_lookup(m->plan.needs_restart, u) }));
         }
 
         for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++)
@@ -114,23 +110,23 @@ char *manager_metrics_render(Manager *m) {
         return metrics_format(&in);
 }
 
-void manager_metrics_remove(Manager *m) {
+static void metrics_remove(Manager *m) {
         if (!m->metrics_path)
                 return;
         if (unlink(m->metrics_path) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Cannot remove the metrics file %s: %s", m->metrics_path, strerror(errno));
+                log_warning_errno(errno, "Cannot remove the metrics file %s: %m", m->metrics_path);
         g_clear_pointer(&m->metrics_path, g_free);
         g_clear_pointer(&m->metrics_text, g_free);
 }
 
-void manager_metrics_update(Manager *m) {
+static void metrics_update(Manager *m) {
         const char *path = m->settings.metrics_textfile;
         g_autofree char *text = NULL;
         int r;
 
         /* A reload moved or dropped the file: the old one would go stale where it is. */
         if (!streq_ptr(path, m->metrics_path))
-                manager_metrics_remove(m);
+                metrics_remove(m);
         if (!path)
                 return;
 
@@ -142,7 +138,7 @@ void manager_metrics_update(Manager *m) {
         if (r < 0) {
                 /* Tried again at the next change; said once, not at every apply. */
                 if (r != m->metrics_error)
-                        log_warning_errno(r, "Cannot write the metrics file %s: %s", path, strerror(-r));
+                        log_warning_errno(r, "Cannot write the metrics file %s: %m", path);
                 m->metrics_error = r;
                 return;
         }
@@ -156,3 +152,28 @@ void manager_metrics_update(Manager *m) {
         g_free(m->metrics_text);
         m->metrics_text = TAKE_PTR(text);
 }
+
+/* Not before the unit list: a file saying that no policy is active could be scraped meanwhile. */
+static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
+        if (manager_units_known(m))
+                metrics_update(m);
+}
+
+static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
+                           void *userdata) {
+        if (manager_units_known(m))
+                metrics_update(m);
+}
+
+/* Series of a thpd that is gone must not look current to a fleet; the instance a restart hands
+ * over to rewrites the file. */
+static void on_stopping(Manager *m, void *userdata) {
+        if (!m->handing_over)
+                metrics_remove(m);
+}
+
+const ManagerListener manager_metrics_listener = {
+        .applied = on_applied,
+        .storm_event = on_storm_event,
+        .stopping = on_stopping,
+};

@@ -9,9 +9,7 @@
 /* The exposition text of the current state; free with g_free(). */
 char *manager_metrics_render(Manager *m);
 
-/* Rewrites the metrics file when its text changed, and removes the one an earlier setting named.
- * Called after every apply and storm event, never on a timer: an idle thpd writes nothing. */
-void manager_metrics_update(Manager *m);
-
-/* Removes the metrics file: the series of a thpd that is not running must not look current. */
-void manager_metrics_remove(Manager *m);
+/* Rewrites the metrics file when its text changed, and removes the one an earlier setting named,
+ * after every apply and storm event once the units are known, never on a timer: an idle thpd
+ * writes nothing. Removes it when thpd stops for good. */
+extern const ManagerListener manager_metrics_listener;

@@ -30,7 +30,7 @@ static char *pool_reason(Manager *m, uint64_t page_size_kb, int node) {
 
         for (guint i = 0; i < m->policies->len; i++) {
                 const Policy *p = g_ptr_array_index(m->policies, i);
-                const PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+                const PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
 
                 if (!p->has_pool || p->pool.page_size_kb != page_size_kb || p->pool.node != node || !rt)
                         continue;
@@ -99,8 +99,8 @@ unsigned manager_apply_pools(Manager *m) {
 
                         r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
                         if (r < 0) {
-                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %s", size,
-                                                status.target, reason, strerror(-r));
+                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %m", size,
+                                                status.target, reason);
                                 status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
                                 errors++;
                         } else if (res.allocated < status.target) {
@@ -142,7 +142,7 @@ int manager_restore_pools(Manager *m) {
                 r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);
                 format_page_size(p->page_size_kb, size);
                 if (r < 0) {
-                        log_error_errno(r, "hugetlb %s pool: cannot restore %" PRIu64 " pages: %s", size, p->pages, strerror(-r));
+                        log_error_errno(r, "hugetlb %s pool: cannot restore %" PRIu64 " pages: %m", size, p->pages);
                         failed = r;
                         continue;
                 }

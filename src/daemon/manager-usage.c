@@ -74,7 +74,7 @@ static void collect_units(UsageRequest *req) {
 
         for (guint i = 0; i < m->policies->len; i++) {
                 const Policy *p = g_ptr_array_index(m->policies, i);
-                PolicyRuntime *rt = g_hash_table_lookup(m->policy_runtime, p->name);
+                PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
                 char *name;
 
                 if (!rt || !rt->active)
@@ -110,7 +110,7 @@ static int append_row(sd_bus_message *reply, const Manager *m, const UsageRow *r
         if (row->listed) {
                 r = usage_read_unit(m->cgroupfs_root, m->procfs_root, processes, row->pids->len, &u);
                 if (r < 0)
-                        log_debug_errno(r, "%s: cannot tell how much THP it holds: %s", row->unit, strerror(-r));
+                        log_debug_errno(r, "%s: cannot tell how much THP it holds: %m", row->unit);
         }
         return sd_bus_message_append(reply, "(sstts)", row->unit, row->policy, u.anon_thp_bytes, u.shmem_thp_bytes,
                                      usage_source_to_string(u.source));
@@ -130,7 +130,7 @@ static int reply_usage(UsageRequest *req) {
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         if (r < 0)
-                log_debug_errno(r, "Cannot answer GetUnitUsage: %s", strerror(-r));
+                log_debug_errno(r, "Cannot answer GetUnitUsage: %m");
         return r;
 }
 
@@ -155,7 +155,7 @@ static int on_processes_reply(sd_bus_message *msg, void *userdata, sd_bus_error 
                         g_ptr_array_add(row->cgroups, g_strdup(cgroup));
                 }
                 if (r < 0)
-                        log_debug_errno(r, "%s: cannot read its processes: %s", row->unit, strerror(-r));
+                        log_debug_errno(r, "%s: cannot read its processes: %m", row->unit);
                 row->listed = r >= 0;
         }
         if (--req->unanswered == 0 && req->call)
@@ -207,7 +207,7 @@ int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 if (r < 0) {
                         /* sd-bus answers with the error; the calls in flight must not answer again. */
                         req->call = sd_bus_message_unref(req->call);
-                        return log_warning_errno(r, "Cannot ask the systemd manager for processes: %s", strerror(-r));
+                        return log_warning_errno(r, "Cannot ask the systemd manager for processes: %m");
                 }
         }
         if (req->unanswered == 0) {

@@ -1,33 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 
 #include "log.h"
-#include "manager-bus.h"
-#include "manager-isolation.h"
-#include "manager-metrics.h"
 #include "manager-pools.h"
 #include "manager.h"
 #include "runtime-file.h"
-#include "storm.h"
 #include "sysfs.h"
 #include "unit-record.h"
 #include "util.h"
-
-#define USEC_PER_SEC_ACCURACY UINT64_C(1000000)
-
-static void policy_runtime_free(gpointer p) {
-        PolicyRuntime *r = p;
-
-        if (!r)
-                return;
-        g_free(r->name);
-        g_ptr_array_unref(r->units);
-        g_free(r);
-}
 
 static void pool_status_clear(gpointer p) {
         PoolStatus *s = p;
@@ -41,13 +22,6 @@ static void policy_free_void(gpointer p) {
 
 static void policy_file_free_void(gpointer p) {
         policy_file_free(p);
-}
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 static void unset_knobs(KnobValue *values) {
@@ -77,16 +51,14 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
         m->policy_index = policy_index_new(m->policies);
-        m->live_policies = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->apply_all_policies = true;
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
-        m->policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free);
+        plan_state_init(&m->plan);
         m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
         g_array_set_clear_func(m->pools, pool_status_clear);
-        m->needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        m->seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        manager_isolation_init(m);
+        m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
+        m->listeners = g_array_new(FALSE, FALSE, sizeof(ManagerListenerEntry));
         baseline_init(&m->baseline);
         unset_knobs(m->applied);
         unset_knobs(m->override);
@@ -101,7 +73,12 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         storm_watcher_free(m->storm);
-        manager_bus_free(m);
+        for (guint i = m->listeners->len; i > 0; i--) {
+                const ManagerListenerEntry *e = &g_array_index(m->listeners, ManagerListenerEntry, i - 1);
+
+                if (e->listener->free)
+                        e->listener->free(m, e->userdata);
+        }
         unit_tracker_free(m->units);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
@@ -115,16 +92,13 @@ Manager *manager_free(Manager *m) {
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
         g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         policy_index_free(m->policy_index);
-        if (m->live_policies)
-                g_hash_table_unref(m->live_policies);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
-        g_hash_table_destroy(m->policy_runtime);
+        plan_state_done(&m->plan);
         g_array_unref(m->pools);
-        g_hash_table_destroy(m->needs_restart);
-        g_hash_table_destroy(m->seen_wanted);
-        manager_isolation_free(m);
+        g_hash_table_destroy(m->isolation);
+        g_array_unref(m->listeners);
         g_free(m->unit_record);
         g_free(m->status);
         g_free(m->metrics_path);
@@ -140,6 +114,16 @@ Manager *manager_free(Manager *m) {
         g_free(m);
         return NULL;
 }
+
+void manager_add_listener(Manager *m, const ManagerListener *listener, void *userdata) {
+        ManagerListenerEntry e = { .listener = listener, .userdata = userdata };
+
+        g_array_append_val(m->listeners, e);
+}
+
+#define FOREACH_LISTENER(m, e)                                                                          \
+        for (const ManagerListenerEntry *e = (const ManagerListenerEntry *) (m)->listeners->data;       \
+             e < (const ManagerListenerEntry *) (m)->listeners->data + (m)->listeners->len; e++)
 
 GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
         GPtrArray *found = g_ptr_array_new();
@@ -161,51 +145,6 @@ static void on_units_changed(UnitTracker *t, bool start_queued, void *userdata) 
                 manager_queue_apply(userdata);
 }
 
-static int on_apply_event(sd_event_source *s, void *userdata) {
-        manager_apply(userdata);
-        return 0;
-}
-
-void manager_queue_apply(Manager *m) {
-        int r;
-
-        if (!m->apply_event) {
-                r = sd_event_add_defer(m->event, &m->apply_event, on_apply_event, m);
-                if (r >= 0)
-                        r = sd_event_source_set_priority(m->apply_event, SD_EVENT_PRIORITY_IDLE);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot queue an apply, applying at once: %s", strerror(-r));
-                        m->apply_event = sd_event_source_disable_unref(m->apply_event);
-                        manager_apply(m);
-                        return;
-                }
-        }
-        (void) sd_event_source_set_enabled(m->apply_event, SD_EVENT_ONESHOT);
-}
-
-/* A burst of applies leaves freed heap fragments glibc keeps; give them back once it is over,
- * so a long-running daemon does not creep. */
-#define TRIM_DELAY_USEC (5 * UINT64_C(1000000))
-
-static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        malloc_trim(0);
-        return 0;
-}
-
-static void schedule_trim(Manager *m) {
-        int r;
-
-        if (!m->trim_timer) {
-                r = sd_event_add_time_relative(m->event, &m->trim_timer, CLOCK_MONOTONIC, TRIM_DELAY_USEC,
-                                               USEC_PER_SEC_ACCURACY, on_trim_timer, m);
-                if (r < 0)
-                        log_debug_errno(r, "Cannot arm the heap trim timer: %s", strerror(-r));
-                return;
-        }
-        (void) sd_event_source_set_time_relative(m->trim_timer, TRIM_DELAY_USEC);
-        (void) sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
-}
-
 static int load_settings(Manager *m) {
         g_auto(GStrv) default_paths = NULL;
         Diagnostics diag;
@@ -225,29 +164,11 @@ static int load_settings(Manager *m) {
         diagnostics_log(&diag);
         diagnostics_clear(&diag);
         if (r < 0)
-                return log_error_errno(r, "Cannot read the daemon settings: %s", strerror(-r));
+                return log_error_errno(r, "Cannot read the daemon settings: %m");
 
         if (m->settings.log_level >= 0)
                 log_set_max_level(m->settings.log_level);
         return 0;
-}
-
-static bool have_policy(const Manager *m, const char *name) {
-        for (guint i = 0; i < m->policies->len; i++)
-                if (streq(((const Policy *) g_ptr_array_index(m->policies, i))->name, name))
-                        return true;
-        return false;
-}
-
-/* A policy a reload removed is no longer active, whatever its units do. */
-static void forget_removed_policies(Manager *m) {
-        GHashTableIter iter;
-        PolicyRuntime *rt;
-
-        g_hash_table_iter_init(&iter, m->policy_runtime);
-        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
-                if (!have_policy(m, rt->name))
-                        g_hash_table_iter_remove(&iter);
 }
 
 static void load_policies(Manager *m) {
@@ -265,7 +186,7 @@ static void load_policies(Manager *m) {
         diagnostics_log(&diag);
         if (r < 0) {
                 diagnostics_clear(&diag);
-                log_error_errno(r, "Cannot read the policy directories, keeping the previous policies: %s", strerror(-r));
+                log_error_errno(r, "Cannot read the policy directories, keeping the previous policies: %m");
                 return;
         }
 
@@ -274,7 +195,6 @@ static void load_policies(Manager *m) {
         m->policy_diagnostics = diag;
 
         /* The live set points into the old policies; the next apply looks at every policy. */
-        g_hash_table_remove_all(m->live_policies);
         m->apply_all_policies = true;
         m->policy_index = policy_index_free(m->policy_index);
         g_ptr_array_unref(m->policies);
@@ -282,7 +202,7 @@ static void load_policies(Manager *m) {
         m->policy_index = policy_index_new(m->policies);
         g_ptr_array_unref(m->policy_files);
         m->policy_files = TAKE_PTR(files);
-        forget_removed_policies(m);
+        plan_state_forget_policies(&m->plan, m->policies);
         log_info("Loaded %u policy file(s).", m->policies->len);
 }
 
@@ -298,18 +218,18 @@ static void load_unit_record(Manager *m) {
         if (r == -ENOENT)
                 return;
         if (r < 0) {
-                log_warning_errno(r, "Ignoring the unit record in %s (%s); running units of policies will be listed as "
-                                  "needing a restart.", m->runtime_dir, strerror(-r));
+                log_warning_errno(r, "Ignoring the unit record in %s (%m); running units of policies will be listed as "
+                                  "needing a restart.", m->runtime_dir);
                 return;
         }
         /* This instance's tracker counts stops from zero. */
         g_hash_table_iter_init(&iter, started);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                g_hash_table_insert(m->seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
+                g_hash_table_insert(m->plan.seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
         g_hash_table_iter_init(&iter, restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, (gpointer *) &policy)) {
-                g_hash_table_insert(m->seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
-                g_hash_table_insert(m->needs_restart, g_strdup(name), g_strdup(policy));
+                g_hash_table_insert(m->plan.seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
+                g_hash_table_insert(m->plan.needs_restart, g_strdup(name), g_strdup(policy));
         }
 }
 
@@ -333,8 +253,8 @@ static int setup_baseline(Manager *m) {
         if (r == -EBADMSG)
                 log_warning("Ignoring an unreadable baseline record in %s; recording the current values.", m->runtime_dir);
         else if (r < 0 && r != -ENOENT)
-                log_warning_errno(r, "Cannot read the baseline record in %s (%s); recording the current values.",
-                                  m->runtime_dir, strerror(-r));
+                log_warning_errno(r, "Cannot read the baseline record in %s (%m); recording the current values.",
+                                  m->runtime_dir);
         if (!reused)
                 baseline_init(&recorded);
 
@@ -349,8 +269,8 @@ static int setup_baseline(Manager *m) {
 
         r = baseline_save(m->runtime_dir, &recorded);
         if (r < 0)
-                log_warning_errno(r, "Cannot record the baseline in %s (%s): a crash would lose it.",
-                                  m->runtime_dir, strerror(-r));
+                log_warning_errno(r, "Cannot record the baseline in %s (%m): a crash would lose it.",
+                                  m->runtime_dir);
 
         m->baseline = recorded;
         FOREACH_KNOB(k)
@@ -372,440 +292,10 @@ static int setup_baseline(Manager *m) {
 
 /* Values thpd.conf pins are part of the baseline and enforced even with no policy active. */
 void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
-        FOREACH_KNOB(k) {
-                out[k] = m->present[k] ? m->baseline.knobs[k] : KNOB_VALUE_UNSET;
-                if (m->present[k] && m->settings.baseline[k] != KNOB_VALUE_UNSET)
-                        out[k] = m->settings.baseline[k];
-        }
+        plan_effective_baseline(m->present, m->baseline.knobs, m->settings.baseline, out);
 }
 
-static PolicyRuntime *policy_runtime(Manager *m, const Policy *p) {
-        PolicyRuntime *r = g_hash_table_lookup(m->policy_runtime, p->name);
-
-        if (!r) {
-                r = g_new0(PolicyRuntime, 1);
-                r->name = g_strdup(p->name);
-                r->units = g_ptr_array_new_with_free_func(g_free);
-                g_hash_table_insert(m->policy_runtime, r->name, r);
-        }
-        return r;
-}
-
-static gint compare_positions(gconstpointer a, gconstpointer b) {
-        guint x = *(const guint *) a, y = *(const guint *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-static gint compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-static int on_grace_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        manager_queue_apply(userdata);
-        return 0;
-}
-
-static void arm_grace_timer(Manager *m, uint64_t when) {
-        int r;
-
-        if (when == 0) {
-                if (m->grace_timer)
-                        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_OFF);
-                return;
-        }
-        if (!m->grace_timer) {
-                r = sd_event_add_time(m->event, &m->grace_timer, CLOCK_MONOTONIC, when, 0, on_grace_timer, m);
-                if (r < 0)
-                        log_error_errno(r, "Cannot arm the pool grace timer; pools shrink at the next change: %s", strerror(-r));
-                return;
-        }
-        (void) sd_event_source_set_time(m->grace_timer, when);
-        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_ONESHOT);
-}
-
-/* Until the manager has listed the units (or turned out absent), thpd knows nothing of what runs. */
-static bool units_known(const Manager *m) {
-        return !m->units || unit_tracker_has_answered(m->units);
-}
-
-/* Only when the sets changed: unit churn outside policies costs no write. */
-static void save_unit_record(Manager *m) {
-        g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
-        g_autofree char *text = NULL;
-        GHashTableIter iter;
-        const char *name;
-        int r;
-
-        g_hash_table_iter_init(&iter, m->seen_wanted);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(m->needs_restart, name))
-                        g_hash_table_add(started, (gpointer) name);
-        text = unit_record_format(started, m->needs_restart);
-        if (streq_ptr(text, m->unit_record))
-                return;
-        r = runtime_file_write(m->runtime_dir, UNIT_RECORD_FILE, text);
-        if (r < 0)
-                log_warning_errno(r, "Cannot record the units of active policies in %s (%s): after a restart, "
-                                  "thpd would list them as needing a restart.", m->runtime_dir, strerror(-r));
-        g_free(m->unit_record);
-        m->unit_record = TAKE_PTR(text);
-}
-
-/* A running unit of a service-scoped policy needs a restart while its process is not isolated;
- * the answer comes later for a unit that just started (the apply it queues gets here again). */
-static void update_isolation(Manager *m, const Policy *p, const TrackedUnit *u) {
-        const Isolation *i;
-
-        if (!tracked_unit_is_running(u))
-                return;
-        i = manager_isolation_check(m, p, u);
-        if (i->state == ISOLATION_NOT_ISOLATED)
-                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
-        else if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(m->needs_restart, u->name), p->name))
-                g_hash_table_remove(m->needs_restart, u->name);
-}
-
-static void array_unref(gpointer a) {
-        g_ptr_array_unref(a);
-}
-
-/* The policies an apply must look at, by position, in order: those of the wanted units (with
- * those units, as TrackedUnit*, in by_policy) and those that were active or held a pool at the
- * last apply. After a (re)load every policy, since a changed file may no longer match. */
-static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_policy) {
-        GArray *positions = g_array_new(FALSE, FALSE, sizeof(guint));
-        g_autoptr(GPtrArray) matched = g_ptr_array_new();
-        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-        GHashTableIter iter;
-        TrackedUnit *u;
-        const Policy *p;
-
-        if (units) {
-                g_hash_table_iter_init(&iter, units);
-                while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
-                        if (!tracked_unit_is_wanted(u))
-                                continue;
-                        g_ptr_array_set_size(matched, 0);
-                        (void) policy_index_lookup(m->policy_index, u->name, matched);
-                        for (guint i = 0; i < matched->len; i++) {
-                                GPtrArray *list;
-
-                                p = g_ptr_array_index(matched, i);
-                                list = g_hash_table_lookup(by_policy, p);
-                                if (!list) {
-                                        list = g_ptr_array_new();
-                                        g_hash_table_insert(by_policy, (gpointer) p, list);
-                                }
-                                g_ptr_array_add(list, u);
-                        }
-                }
-        }
-
-        if (m->apply_all_policies) {
-                for (guint i = 0; i < m->policies->len; i++)
-                        g_array_append_val(positions, i);
-                m->apply_all_policies = false;
-                return positions;
-        }
-
-        g_hash_table_iter_init(&iter, by_policy);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
-                g_hash_table_add(seen, (gpointer) p);
-        g_hash_table_iter_init(&iter, m->live_policies);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
-                g_hash_table_add(seen, (gpointer) p);
-        g_hash_table_iter_init(&iter, seen);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
-                int position = policy_index_position(m->policy_index, p);
-
-                if (position >= 0)
-                        g_array_append_val(positions, position);
-        }
-        g_array_sort(positions, compare_positions);
-        return positions;
-}
-
-/* Works out which policies the wanted units activate, and which stopped ones still hold their
- * pool during the grace period. Only the policies of wanted units and those active or in their
- * grace period at the last apply can change, so only they are looked at. */
-static GArray *collect_active(Manager *m) {
-        GArray *active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy));
-        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC), next_grace = 0;
-        /* name -> its stop count + 1, as seen_wanted */
-        g_autoptr(GHashTable) wanted_now = g_hash_table_new(g_str_hash, g_str_equal);
-        /* Policy* -> GPtrArray of the wanted TrackedUnit* it matches */
-        g_autoptr(GHashTable) by_policy = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, array_unref);
-        g_autoptr(GArray) positions = candidate_policies(m, units, by_policy);
-
-        for (guint i = 0; i < positions->len; i++) {
-                const Policy *p = g_ptr_array_index(m->policies, g_array_index(positions, guint, i));
-                PolicyRuntime *rt = policy_runtime(m, p);
-                GPtrArray *matching = g_hash_table_lookup(by_policy, p);
-
-                g_ptr_array_set_size(rt->units, 0);
-                for (guint j = 0; matching && j < matching->len; j++) {
-                        TrackedUnit *u = g_ptr_array_index(matching, j);
-                        gpointer seen;
-                        bool known = g_hash_table_lookup_extended(m->seen_wanted, u->name, NULL, &seen);
-
-                        g_ptr_array_add(rt->units, g_strdup(u->name));
-                        g_hash_table_insert(wanted_now, u->name, GUINT_TO_POINTER(u->stops + 1));
-                        /* Already running when it first counted: its memory was mapped before
-                         * this policy applied. One that stopped since the last apply started
-                         * again under it. A service-scoped policy changes no knob: what counts
-                         * is whether the process runs isolated. */
-                        if (p->scope == POLICY_SCOPE_SERVICE)
-                                update_isolation(m, p, u);
-                        else if (!known && tracked_unit_is_running(u))
-                                g_hash_table_insert(m->needs_restart, g_strdup(u->name), g_strdup(p->name));
-                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
-                                g_hash_table_remove(m->needs_restart, u->name);
-                }
-                g_ptr_array_sort(rt->units, compare_strings);
-
-                if (rt->units->len > 0) {
-                        ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
-
-                        rt->active = true;
-                        rt->pool_grace_until = 0;
-                        g_array_append_val(active, a);
-                        g_hash_table_add(m->live_policies, (gpointer) p);
-                        continue;
-                }
-
-                if (rt->active && p->has_pool && m->settings.pool_grace_usec > 0)
-                        rt->pool_grace_until = now + m->settings.pool_grace_usec;
-                rt->active = false;
-
-                if (rt->pool_grace_until > now) {
-                        ActivePolicy a = { .policy = p, .unit = NULL, .pool_only = true };
-
-                        g_array_append_val(active, a);
-                        g_hash_table_add(m->live_policies, (gpointer) p);
-                        if (next_grace == 0 || rt->pool_grace_until < next_grace)
-                                next_grace = rt->pool_grace_until;
-                } else {
-                        rt->pool_grace_until = 0;
-                        g_hash_table_remove(m->live_policies, p);
-                }
-        }
-
-        /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
-        if (units_known(m)) {
-                /* Units no longer wanted start afresh: their next start maps memory under the policy. */
-                g_hash_table_remove_all(m->seen_wanted);
-                GHashTableIter iter;
-                const char *name;
-                gpointer stops;
-                g_hash_table_iter_init(&iter, wanted_now);
-                while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops))
-                        g_hash_table_insert(m->seen_wanted, g_strdup(name), stops);
-                g_hash_table_iter_init(&iter, m->needs_restart);
-                while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                        if (!g_hash_table_contains(wanted_now, name))
-                                g_hash_table_iter_remove(&iter);
-                manager_isolation_prune(m, wanted_now);
-                save_unit_record(m);
-        }
-
-        arm_grace_timer(m, next_grace);
-        return active;
-}
-
-/* On the heap: a policy path can be PATH_MAX long, and a buffer that size in apply_knobs() made
- * the stack deeper for good (the kernel keeps stack pages once touched). */
-char *manager_knob_reason(const Manager *m, Knob k) {
-        const Source *s = &m->target.source[k];
-
-        switch (s->kind) {
-        case SOURCE_POLICY:
-                return g_strdup_printf("%s for %s", s->policy->path, s->unit);
-        case SOURCE_BASELINE:
-                return g_strdup("baseline, no policy votes");
-        case SOURCE_MITIGATION:
-                return g_strdup("storm mitigation");
-        case SOURCE_OVERRIDE:
-                return g_strdup("admin override");
-        default:
-                return g_strdup("no source");
-        }
-}
-
-/* Returns the number of knobs that could not be read or set. */
-static unsigned apply_knobs(Manager *m, GArray *changes) {
-        /* Until the manager has listed what runs, any write could loosen a knob a running
-         * service needs (a restarted thpd finds its predecessor's values in place). */
-        bool hold = !units_known(m);
-        bool baseline_dirty = false;
-        unsigned errors = 0;
-
-        FOREACH_KNOB(k) {
-                KnobValue want = m->target.value[k], cur;
-                bool from_baseline = m->target.source[k].kind == SOURCE_BASELINE;
-                char a[24], b[24];
-                int r;
-
-                if (want == KNOB_VALUE_UNSET)
-                        continue;
-                if (!m->present[k]) {
-                        if (!from_baseline) {
-                                g_autofree char *reason = manager_knob_reason(m, k);
-
-                                log_debug("%s: not on this kernel, ignoring the vote (%s)", knob_name(k),
-                                          reason);
-                        }
-                        continue;
-                }
-
-                r = sysfs_read_knob(m->sysfs_root, k, &cur);
-                if (r < 0) {
-                        log_error_errno(r, "%s: cannot read: %s", knob_name(k), strerror(-r));
-                        errors++;
-                        continue;
-                }
-
-                /* Nobody votes and thpd never moved it: the admin owns it, and the baseline
-                 * follows what they set. */
-                if (from_baseline && !m->owned[k] && m->settings.baseline[k] == KNOB_VALUE_UNSET) {
-                        if (cur != m->baseline.knobs[k]) {
-                                log_info("%s: now %s, set outside thpd; taking it as the baseline", knob_name(k),
-                                         knob_value_to_string(k, cur, a));
-                                m->baseline.knobs[k] = cur;
-                                baseline_dirty = true;
-                        }
-                        m->applied[k] = cur;
-                        continue;
-                }
-
-                if (hold) {
-                        m->applied[k] = cur;
-                        continue;
-                }
-
-                if (cur != want) {
-                        g_autofree char *reason = manager_knob_reason(m, k);
-
-                        r = sysfs_write_knob(m->sysfs_root, k, want);
-                        if (r < 0) {
-                                log_error_errno(r, "%s: cannot set %s (%s): %s", knob_name(k),
-                                                knob_value_to_string(k, want, a), reason, strerror(-r));
-                                (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
-                                errors++;
-                                continue;
-                        }
-                        m->counters.knob_writes++;
-                        log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, cur, a),
-                                 knob_value_to_string(k, want, b), reason);
-                        KnobChange change = {
-                                .knob = k,
-                                .old_value = cur,
-                                .new_value = want,
-                                .reason = g_steal_pointer(&reason),
-                        };
-                        g_array_append_val(changes, change);
-                }
-                m->applied[k] = want;
-                m->owned[k] = !from_baseline || want != m->baseline.knobs[k];
-        }
-
-        if (baseline_dirty) {
-                int r = baseline_save(m->runtime_dir, &m->baseline);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot update the baseline record: %s", strerror(-r));
-        }
-        m->counters.knob_errors += errors;
-        return errors;
-}
-
-/* Not before the unit list: a file saying that no policy is active could be scraped meanwhile. */
-static void update_metrics(Manager *m) {
-        if (units_known(m))
-                manager_metrics_update(m);
-}
-
-static void update_status(Manager *m) {
-        g_autoptr(GString) s = g_string_new(NULL);
-        unsigned n_active = 0;
-        GHashTableIter iter;
-        PolicyRuntime *rt;
-        char buf[24], buf2[24];
-
-        g_hash_table_iter_init(&iter, m->policy_runtime);
-        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
-                n_active += rt->active;
-
-        g_string_append_printf(s, "enabled=%s defrag=%s; %u active polic%s",
-                               knob_value_to_string(KNOB_ENABLED, m->applied[KNOB_ENABLED], buf),
-                               knob_value_to_string(KNOB_DEFRAG, m->applied[KNOB_DEFRAG], buf2),
-                               n_active, n_active == 1 ? "y" : "ies");
-        if (m->units && !unit_tracker_is_ready(m->units))
-                g_string_append(s, "; waiting for the systemd manager");
-        if (m->storm) {
-                StormPhase worst = STORM_PHASE_CALM;
-
-                for (StormKind k = 0; k < _STORM_KIND_MAX; k++)
-                        if (storm_watcher_get_phase(m->storm, k) == STORM_PHASE_STORM)
-                                worst = STORM_PHASE_STORM;
-                if (worst == STORM_PHASE_STORM)
-                        g_string_append(s, "; compaction/khugepaged storm");
-        }
-        if (g_hash_table_size(m->needs_restart) > 0)
-                g_string_append_printf(s, "; %u unit(s) need a restart", g_hash_table_size(m->needs_restart));
-
-        if (!streq_ptr(m->status, s->str)) {
-                g_free(m->status);
-                m->status = g_strdup(s->str);
-                (void) sd_notifyf(false, "STATUS=%s", m->status);
-        }
-}
-
-static void knob_change_clear(gpointer p) {
-        KnobChange *c = p;
-
-        g_free(c->reason);
-}
-
-void manager_apply(Manager *m) {
-        g_autoptr(GArray) active = collect_active(m);
-        g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
-        KnobValue baseline[_KNOB_MAX];
-        ResolveInput in;
-
-        g_array_set_clear_func(changes, knob_change_clear);
-        manager_effective_baseline(m, baseline);
-
-        in = (ResolveInput) {
-                .baseline = baseline,
-                .active = (const ActivePolicy *) active->data,
-                .n_active = active->len,
-                .mitigation = m->mitigation,
-                .override = m->override,
-                .pool_baseline = m->baseline.pools,
-                .n_pool_baseline = m->baseline.n_pools,
-        };
-        resolve(&in, &m->target);
-        if (m->target.pools_truncated)
-                log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
-
-        m->last_apply_errors = apply_knobs(m, changes);
-        if (units_known(m))
-                m->last_apply_errors += manager_apply_pools(m);
-        m->applied_once = true;
-        m->apply_generation++;
-        update_status(m);
-
-        if (!m->ready_sent && m->units && unit_tracker_is_ready(m->units)) {
-                (void) sd_notify(false, "READY=1");
-                m->ready_sent = true;
-        }
-        manager_bus_after_apply(m, (const KnobChange *) changes->data, changes->len);
-        update_metrics(m);
-        schedule_trim(m);
-}
-
-int manager_restore(Manager *m) {
+static int restore(Manager *m) {
         KnobValue baseline[_KNOB_MAX];
         int failed = 0, r;
 
@@ -821,7 +311,7 @@ int manager_restore(Manager *m) {
                         continue;
                 r = sysfs_write_knob(m->sysfs_root, k, want);
                 if (r < 0) {
-                        log_error_errno(r, "%s: cannot restore %s: %s", knob_name(k), knob_value_to_string(k, want, a), strerror(-r));
+                        log_error_errno(r, "%s: cannot restore %s: %m", knob_name(k), knob_value_to_string(k, want, a));
                         failed = r;
                         continue;
                 }
@@ -833,6 +323,64 @@ int manager_restore(Manager *m) {
         if (r < 0)
                 failed = r;
         return failed;
+}
+
+int manager_stop(Manager *m, int exit_code) {
+        int r;
+
+        /* A restart job is under way: the next instance takes the knobs over (see on_terminate). */
+        if (!m->handing_over) {
+                if (m->options.no_restore || !m->settings.restore_on_exit)
+                        log_info("Leaving the knobs as they are (%s).",
+                                 m->options.no_restore ? "--no-restore" : "RestoreOnExit=no");
+                else if (exit_code == 0) {
+                        r = restore(m);
+                        if (r >= 0) {
+                                (void) baseline_remove(m->runtime_dir);
+                                (void) runtime_file_remove(m->runtime_dir, UNIT_RECORD_FILE);
+                        } else {
+                                log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",
+                                          m->runtime_dir);
+                                exit_code = 1;
+                        }
+                }
+        }
+
+        FOREACH_LISTENER(m, e)
+                if (e->listener->stopping)
+                        e->listener->stopping(m, e->userdata);
+        return exit_code;
+}
+
+bool manager_knob_resolved(const Manager *m, Knob k) {
+        return m->applied_once && m->target.source[k].kind != SOURCE_NONE;
+}
+
+static unsigned phase_severity(StormPhase p) {
+        switch (p) {
+        case STORM_PHASE_STORM:
+                return 3;
+        case STORM_PHASE_COOLING:
+                return 2;
+        case STORM_PHASE_SUSPECT:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+StormPhase manager_storm_phase(const Manager *m) {
+        StormPhase worst = STORM_PHASE_CALM;
+
+        if (!m->storm)
+                return worst;
+        for (StormKind k = 0; k < _STORM_KIND_MAX; k++) {
+                StormPhase p = storm_watcher_get_phase(m->storm, k);
+
+                if (phase_severity(p) > phase_severity(worst))
+                        worst = p;
+        }
+        return worst;
 }
 
 static int on_override_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -889,7 +437,7 @@ static void update_mitigation(Manager *m) {
                 return;
         r = storm_mitigation_votes(&m->settings.storm, level, votes);
         if (r < 0) {
-                log_error_errno(r, "Cannot work out the storm mitigation for level %u: %s", level, strerror(-r));
+                log_error_errno(r, "Cannot work out the storm mitigation for level %u: %m", level);
                 return;
         }
         /* Knobs this kernel lacks cannot be softened; keep them out of the explanations too. */
@@ -924,9 +472,9 @@ static void on_storm_event(StormWatcher *w, StormEvent event, StormKind kind, co
         default:
                 break;
         }
-        manager_bus_storm_event(m, event, kind, figures);
-        update_status(m);
-        update_metrics(m);
+        FOREACH_LISTENER(m, e)
+                if (e->listener->storm_event)
+                        e->listener->storm_event(m, event, kind, figures, e->userdata);
 }
 
 /* (Re)creates the watcher when its settings changed; a watcher that cannot read vmstat leaves
@@ -934,7 +482,6 @@ static void on_storm_event(StormWatcher *w, StormEvent event, StormKind kind, co
 static void setup_storm_watcher(Manager *m, bool config_changed) {
         int r;
 
-        manager_bus_set_storm_action(m, m->settings.storm.action);
         if (!config_changed && (m->storm || !m->settings.storm_watch))
                 return;
 
@@ -947,7 +494,7 @@ static void setup_storm_watcher(Manager *m, bool config_changed) {
         }
         r = storm_watcher_new(m->event, m->procfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
         if (r < 0)
-                log_warning_errno(r, "Storm detection is off: cannot read %s/vmstat: %s", m->procfs_root, strerror(-r));
+                log_warning_errno(r, "Storm detection is off: cannot read %s/vmstat: %m", m->procfs_root);
 }
 
 int manager_reload(Manager *m) {
@@ -1010,14 +557,14 @@ static int connect_bus(Manager *m) {
 
         r = m->options.user ? sd_bus_open_user(&m->bus) : sd_bus_open_system(&m->bus);
         if (r < 0)
-                return log_error_errno(r, "Cannot connect to the %s bus: %s", bus_kind(m), strerror(-r));
+                return log_error_errno(r, "Cannot connect to the %s bus: %m", bus_kind(m));
         r = sd_bus_match_signal(m->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                 "org.freedesktop.DBus.Local", "Disconnected", on_bus_disconnected, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch the bus connection: %s", strerror(-r));
+                return log_error_errno(r, "Cannot watch the bus connection: %m");
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
-                return log_error_errno(r, "Cannot attach the bus to the event loop: %s", strerror(-r));
+                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
         return 0;
 }
 
@@ -1033,9 +580,12 @@ int manager_start(Manager *m) {
         r = connect_bus(m);
         if (r < 0)
                 return r;
-        r = manager_bus_register(m);
-        if (r < 0)
-                return r;
+        FOREACH_LISTENER(m, e)
+                if (e->listener->connected) {
+                        r = e->listener->connected(m, e->userdata);
+                        if (r < 0)
+                                return r;
+                }
 
         r = setup_baseline(m);
         if (r < 0)
@@ -1047,12 +597,12 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch signals: %s", strerror(-r));
+                return log_error_errno(r, "Cannot watch signals: %m");
 
         /* Only wakes the loop when WatchdogSec= is set. */
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
-                log_warning_errno(r, "Cannot enable the watchdog: %s", strerror(-r));
+                log_warning_errno(r, "Cannot enable the watchdog: %m");
 
         r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
         if (r < 0)

@@ -6,16 +6,21 @@
 #include <systemd/sd-event.h>
 
 #include "baseline.h"
+#include "isolation.h"
 #include "metrics.h"
+#include "plan.h"
 #include "policy-index.h"
 #include "policy-dirs.h"
 #include "policy.h"
 #include "resolve.h"
 #include "settings.h"
+#include "storm.h"
 #include "units.h"
 
 /* The daemon's state: the policies, the units that activate them, what the kernel reports, and
- * the one function (manager_apply) that turns them into sysfs writes. */
+ * the one function (manager_apply) that turns them into sysfs writes: observe, plan (plan.h),
+ * actuate, persist, and publish to the listeners (the bus, the metrics file, the service
+ * status, the isolation checks), which the daemon attaches (daemon-listeners.h). */
 
 typedef struct ManagerOptions {
         const char *sysfs_root;
@@ -27,14 +32,6 @@ typedef struct ManagerOptions {
         bool user;              /* session bus and the user's systemd manager */
         bool no_restore;
 } ManagerOptions;
-
-/* Per policy file, what survives from one apply to the next. */
-typedef struct PolicyRuntime {
-        char *name;
-        bool active;
-        uint64_t pool_grace_until; /* CLOCK_MONOTONIC µs; 0: no pool held after a stop */
-        GPtrArray *units;          /* char*: wanted units matching it, sorted */
-} PolicyRuntime;
 
 typedef struct PoolStatus {
         uint64_t page_size_kb;
@@ -62,13 +59,10 @@ typedef struct Manager {
         Settings settings;
         GPtrArray *policies;           /* Policy*, lexical order */
         PolicyIndex *policy_index;     /* the policies by the unit names they match */
-        /* Policy*: those active or holding a pool after a stop at the last apply; with the
-         * wanted units' own policies, all an apply needs to look at. */
-        GHashTable *live_policies;
         bool apply_all_policies;       /* set by a (re)load: the live set is gone */
         GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
         Diagnostics policy_diagnostics; /* what the last policy load found wrong (PolicyDiagnostics) */
-        GHashTable *policy_runtime;    /* name -> PolicyRuntime* */
+        PlanState plan;                /* what the plan carries from one apply to the next */
         UnitTracker *units;
 
         bool present[_KNOB_MAX];       /* knobs this kernel has */
@@ -81,9 +75,7 @@ typedef struct Manager {
         KnobValue mitigation[_KNOB_MAX];
         Target target;
         GArray *pools;                 /* PoolStatus */
-        GHashTable *needs_restart;     /* unit -> policy name */
         GHashTable *isolation;         /* unit -> Isolation*: running units of Scope=service policies */
-        GHashTable *seen_wanted;       /* units wanted at the last apply -> their stop count + 1 */
 
         sd_event_source *sigterm, *sigint, *sighup;
         sd_event_source *grace_timer, *override_timer;
@@ -108,8 +100,40 @@ typedef struct Manager {
         int metrics_error;             /* the last error writing it, logged once */
         GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
+        GArray *listeners;             /* ManagerListenerEntry */
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;
+
+/* What an apply did, for the listeners to publish. */
+typedef struct ApplyReport {
+        const KnobChange *changes;
+        size_t n_changes;
+        const IsolationRequest *isolation_checks; /* units whose processes nobody checked yet */
+        size_t n_isolation_checks;
+        GHashTable *wanted;                       /* unit names wanted now; NULL before the unit list */
+} ApplyReport;
+
+/* Those who publish the manager's state. Every member may be NULL. Called in the order added. */
+typedef struct ManagerListener {
+        /* Once connected to the bus, before anything is recorded or written: a second instance
+         * must fail here. */
+        int (*connected)(Manager *m, void *userdata);
+        void (*applied)(Manager *m, const ApplyReport *report, void *userdata);
+        /* After the manager acted on the storm watcher's event. */
+        void (*storm_event)(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
+                            void *userdata);
+        /* The daemon stops; m->handing_over says whether a next instance takes over. */
+        void (*stopping)(Manager *m, void *userdata);
+        /* From manager_free(), before the bus connection closes. */
+        void (*free)(Manager *m, void *userdata);
+} ManagerListener;
+
+typedef struct ManagerListenerEntry {
+        const ManagerListener *listener;
+        void *userdata;
+} ManagerListenerEntry;
+
+void manager_add_listener(Manager *m, const ManagerListener *listener, void *userdata);
 
 int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret);
 Manager *manager_free(Manager *m);
@@ -126,8 +150,17 @@ void manager_apply(Manager *m);
  * signals at once, and one apply after them is enough. */
 void manager_queue_apply(Manager *m);
 
-/* Writes the baseline back (SIGTERM). Returns 0 when every owned knob and pool was restored. */
-int manager_restore(Manager *m);
+/* After the event loop: restores the baseline (or leaves the knobs to the instance a restart
+ * hands over to) and removes the records. Returns the exit code, exit_code or 1 when some knob
+ * could not be restored. */
+int manager_stop(Manager *m, int exit_code);
+
+/* True once the systemd manager listed the units (or turned out absent). */
+bool manager_units_known(const Manager *m);
+/* Whether the Knobs property and the metrics show a target and source for the knob. */
+bool manager_knob_resolved(const Manager *m, Knob k);
+/* The most severe phase over the storm kinds; calm without a watcher. */
+StormPhase manager_storm_phase(const Manager *m);
 
 /* Policies whose Units= match the unit (borrowed Policy*). */
 GPtrArray *manager_policies_for_unit(Manager *m, const char *unit);

@@ -77,8 +77,7 @@ static void finish(Query *q, Verdict verdict) {
         if (r >= 0)
                 return;
 
-        log_error_errno(r, "Cannot resume %s after the authorization check: %s", sd_bus_message_get_member(q->call),
-                        strerror(-r));
+        log_error_errno(r, "Cannot resume %s after the authorization check: %m", sd_bus_message_get_member(q->call));
         (void) sd_bus_reply_method_errorf(q->call, SD_BUS_ERROR_FAILED, "Cannot resume the call after the authorization check: %s",
                                           strerror(-r));
         g_hash_table_remove(q->reg->queries, q->call);

@@ -55,7 +55,7 @@ static void rediscover_kthreads(StormWatcher *w) {
         r = procfs_find_kthreads(w->procfs_root, &k);
         if (r < 0) {
                 /* Without them only the kthread kinds go blind; compaction stalls are still seen. */
-                log_debug_errno(r, "Cannot scan %s for khugepaged and kcompactd: %s", w->procfs_root, strerror(-r));
+                log_debug_errno(r, "Cannot scan %s for khugepaged and kcompactd: %m", w->procfs_root);
                 k = (ProcfsKthreads) {};
         }
 
@@ -143,8 +143,8 @@ static int take_sample_logged(StormWatcher *w, StormSample *ret) {
         r = take_sample(w, ret);
         if (r < 0) {
                 if (!w->read_failed)
-                        log_warning_errno(r, "Cannot read storm counters under %s, storm detection paused: %s",
-                                          w->procfs_root, strerror(-r));
+                        log_warning_errno(r, "Cannot read storm counters under %s, storm detection paused: %m",
+                                          w->procfs_root);
                 w->read_failed = true;
                 return r;
         }
@@ -346,7 +346,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 w->has_prev = false;
                 r = schedule(w, usec);
                 if (r < 0)
-                        log_error_errno(r, "Cannot re-arm the storm watcher timer: %s", strerror(-r));
+                        log_error_errno(r, "Cannot re-arm the storm watcher timer: %m");
                 return 0;
         }
 
@@ -374,7 +374,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         r = schedule(w, usec);
         if (r < 0)
-                log_error_errno(r, "Cannot re-arm the storm watcher timer: %s", strerror(-r));
+                log_error_errno(r, "Cannot re-arm the storm watcher timer: %m");
         return 0;
 }
 
@@ -405,7 +405,7 @@ static int on_psi(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
         if (revents & (EPOLLERR | EPOLLHUP)) {
                 r = fall_back_to_polling(w, "the trigger was removed");
                 if (r < 0)
-                        log_error_errno(r, "Cannot arm the storm watcher timer: %s", strerror(-r));
+                        log_error_errno(r, "Cannot arm the storm watcher timer: %m");
                 return 0;
         }
 
@@ -424,7 +424,7 @@ static int on_psi(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
 
         r = schedule(w, cur.timestamp_usec);
         if (r < 0)
-                log_error_errno(r, "Cannot arm the storm watcher timer: %s", strerror(-r));
+                log_error_errno(r, "Cannot arm the storm watcher timer: %m");
         return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "baseline.h"
 #include "config.h"
 #include "log.h"
-#include "manager-metrics.h"
+#include "daemon-listeners.h"
 #include "manager.h"
 #include "runtime-file.h"
 #include "unit-record.h"
@@ -164,7 +164,7 @@ static int run(int argc, char *argv[]) {
 
         r = sd_event_default(&event);
         if (r < 0) {
-                log_error_errno(r, "Cannot create the event loop: %s", strerror(-r));
+                log_error_errno(r, "Cannot create the event loop: %m");
                 return 1;
         }
 
@@ -182,6 +182,7 @@ static int run(int argc, char *argv[]) {
         r = manager_new(event, &options, &m);
         if (r < 0)
                 return 1;
+        daemon_listeners_attach(m);
 
         log_info("thpd %s starting (sysfs %s, runtime %s, %s bus)", THPD_VERSION, arg_sysfs, arg_runtime_dir,
                  arg_user ? "session" : "system");
@@ -195,30 +196,9 @@ static int run(int argc, char *argv[]) {
         r = sd_event_loop(event);
         exit_code = r < 0 ? 1 : r;
         if (r < 0)
-                log_error_errno(r, "Event loop failed: %s", strerror(-r));
+                log_error_errno(r, "Event loop failed: %m");
 
-        /* A restart job is under way: the next instance takes the knobs over (see on_terminate). */
-        if (!m->handing_over) {
-                if (arg_no_restore || !m->settings.restore_on_exit)
-                        log_info("Leaving the knobs as they are (%s).", arg_no_restore ? "--no-restore" : "RestoreOnExit=no");
-                else if (exit_code == 0) {
-                        r = manager_restore(m);
-                        if (r >= 0) {
-                                (void) baseline_remove(m->runtime_dir);
-                                (void) runtime_file_remove(m->runtime_dir, UNIT_RECORD_FILE);
-                        } else {
-                                log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",
-                                          m->runtime_dir);
-                                exit_code = 1;
-                        }
-                }
-        }
-
-        /* Series of a thpd that is gone must not look current to a fleet; the instance a
-         * restart hands over to rewrites the file. */
-        if (!m->handing_over)
-                manager_metrics_remove(m);
-
+        exit_code = manager_stop(m, exit_code);
         manager_free(m);
         return exit_code;
 }

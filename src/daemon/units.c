@@ -264,7 +264,7 @@ static void ask_processes(UnitTracker *t, TrackedUnit *u) {
         r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
                                      "GetUnitProcesses", on_processes_reply, c, "s", u->name);
         if (r < 0) {
-                log_debug("%s: cannot ask for its processes, taking it as exited: %s", u->name, strerror(-r));
+                log_debug("%s: cannot ask for its processes, taking it as exited: %m", u->name);
                 unit_call_free(c);
                 return;
         }
@@ -508,7 +508,7 @@ static int schedule_retry(UnitTracker *t) {
         if (!t->retry) {
                 r = sd_event_add_time_relative(t->event, &t->retry, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, t);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot arm the retry timer: %s", strerror(-r));
+                        return log_error_errno(r, "Cannot arm the retry timer: %m");
                 return 0;
         }
 
@@ -516,7 +516,7 @@ static int schedule_retry(UnitTracker *t) {
         if (r >= 0)
                 r = sd_event_source_set_enabled(t->retry, SD_EVENT_ONESHOT);
         if (r < 0)
-                return log_error_errno(r, "Cannot re-arm the retry timer: %s", strerror(-r));
+                return log_error_errno(r, "Cannot re-arm the retry timer: %m");
         return 0;
 }
 
@@ -604,8 +604,8 @@ int unit_tracker_start(UnitTracker *t) {
                                               manager_signals[i].member, manager_signals[i].handler,
                                               NULL, t);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot watch systemd's %s signal: %s",
-                                               manager_signals[i].member, strerror(-r));
+                        return log_error_errno(r, "Cannot watch systemd's %s signal: %m",
+                                               manager_signals[i].member);
         }
 
         /* Only unit objects, and only their ActiveState matters: keep the match narrow. */
@@ -615,18 +615,18 @@ int unit_tracker_start(UnitTracker *t) {
                                    "arg0='" SYSTEMD_UNIT "',path_namespace='/org/freedesktop/systemd1/unit'",
                                    on_properties_changed, NULL, t);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch unit state changes: %s", strerror(-r));
+                return log_error_errno(r, "Cannot watch unit state changes: %m");
 
         r = sd_bus_add_match_async(t->bus, &t->match_slots[5],
                                    "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
                                    "member='NameOwnerChanged',arg0='" SYSTEMD_SERVICE "'",
                                    on_name_owner_changed, NULL, t);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch the systemd manager's bus name: %s", strerror(-r));
+                return log_error_errno(r, "Cannot watch the systemd manager's bus name: %m");
 
         r = subscribe(t);
         if (r < 0)
-                return log_error_errno(r, "Cannot subscribe to the systemd manager: %s", strerror(-r));
+                return log_error_errno(r, "Cannot subscribe to the systemd manager: %m");
         return 0;
 }
 

@@ -202,10 +202,6 @@ int settings_load_files(Settings *c, const char *const *paths, Diagnostics *diag
         return 0;
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 int settings_default_paths(char ***ret) {
         g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *dropin_dir = g_build_filename(THPD_SYSCONFDIR, "thpd", "thpd.conf.d", NULL);

@@ -48,10 +48,6 @@ char **unit_search_path(bool user) {
         return (char **) g_ptr_array_free(a, false);
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b) {
-        return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
 GPtrArray *unit_files_list_services(char *const *search_path) {
         g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
         GPtrArray *names = g_ptr_array_new_with_free_func(g_free);

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <glib.h>
+
+#include "isolation.h"
+
+const char *isolation_state_to_string(IsolationState s) {
+        static const char *const names[_ISOLATION_STATE_MAX] = {
+                [ISOLATION_CHECKING] = "checking",
+                [ISOLATION_ISOLATED] = "isolated",
+                [ISOLATION_NOT_ISOLATED] = "not-isolated",
+                [ISOLATION_UNVERIFIED] = "unverified",
+        };
+
+        if (s < 0 || s >= _ISOLATION_STATE_MAX)
+                return NULL;
+        return names[s];
+}
+
+void isolation_free(Isolation *i) {
+        if (!i)
+                return;
+
+        g_free(i->unit);
+        g_free(i->policy);
+        g_free(i->note);
+        g_free(i);
+}

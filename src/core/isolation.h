@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "knob.h"
+
+/* The services of Scope=service policies: does the process a unit runs have THP disabled (by
+ * thpd-exec, which thpd-generator's drop-in puts in front of ExecStart=)? A unit started before
+ * the drop-in existed, or before the daemon-reload that made it, is not, and is listed as
+ * needing a restart. The daemon asks the kernel once per start of the unit, never polls; the
+ * plan only reads what it found. */
+
+typedef enum IsolationState {
+        ISOLATION_CHECKING,     /* its processes are being asked for */
+        ISOLATION_ISOLATED,     /* every process reads THP_enabled: 0 */
+        ISOLATION_NOT_ISOLATED, /* a process reads THP_enabled: 1 */
+        ISOLATION_UNVERIFIED,   /* madvise (the kernel shows only the full disable), or no answer */
+        _ISOLATION_STATE_MAX,
+} IsolationState;
+
+typedef struct Isolation {
+        char *unit;
+        char *policy;     /* the policy file name */
+        KnobValue mode;   /* what it asks for its processes: never or madvise (an Enabled= value) */
+        unsigned stops;   /* the unit's stop count when asked: after a restart it is asked again */
+        IsolationState state;
+        char *note;       /* what was found, such as "PID 123 (redis-server) has THP_enabled: 1" */
+} Isolation;
+
+const char *isolation_state_to_string(IsolationState s);
+void isolation_free(Isolation *i);

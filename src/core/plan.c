@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "plan.h"
+#include "util.h"
+
+static void policy_runtime_free(gpointer p) {
+        PolicyRuntime *r = p;
+
+        if (!r)
+                return;
+        g_free(r->name);
+        g_ptr_array_unref(r->units);
+        g_free(r);
+}
+
+void plan_state_init(PlanState *s) {
+        *s = (PlanState) {
+                .policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free),
+                .live_policies = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
+                .seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+        };
+}
+
+void plan_state_done(PlanState *s) {
+        g_clear_pointer(&s->policy_runtime, g_hash_table_destroy);
+        g_clear_pointer(&s->live_policies, g_hash_table_destroy);
+        g_clear_pointer(&s->needs_restart, g_hash_table_destroy);
+        g_clear_pointer(&s->seen_wanted, g_hash_table_destroy);
+}
+
+static bool have_policy(GPtrArray *policies, const char *name) {
+        for (guint i = 0; i < policies->len; i++)
+                if (streq(((const Policy *) g_ptr_array_index(policies, i))->name, name))
+                        return true;
+        return false;
+}
+
+void plan_state_forget_policies(PlanState *s, GPtrArray *policies) {
+        GHashTableIter iter;
+        PolicyRuntime *rt;
+
+        g_hash_table_remove_all(s->live_policies);
+        g_hash_table_iter_init(&iter, s->policy_runtime);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
+                if (!have_policy(policies, rt->name))
+                        g_hash_table_iter_remove(&iter);
+}
+
+static PolicyRuntime *policy_runtime(PlanState *s, const Policy *p) {
+        PolicyRuntime *r = g_hash_table_lookup(s->policy_runtime, p->name);
+
+        if (!r) {
+                r = g_new0(PolicyRuntime, 1);
+                r->name = g_strdup(p->name);
+                r->units = g_ptr_array_new_with_free_func(g_free);
+                g_hash_table_insert(s->policy_runtime, r->name, r);
+        }
+        return r;
+}
+
+/* A running unit of a service-scoped policy needs a restart while its process is not isolated.
+ * A unit not checked since it started is asked about first; the answer queues another apply. */
+static void plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, const PlanUnit *u, Plan *plan) {
+        const Isolation *i;
+
+        if (!u->running)
+                return;
+        i = in->isolation ? g_hash_table_lookup(in->isolation, u->name) : NULL;
+        if (!i || i->stops != u->stops || !streq(i->policy, p->name) || i->mode != p->service_thp) {
+                IsolationRequest r = { .policy = p, .unit = u->name, .stops = u->stops };
+
+                g_array_append_val(plan->isolation_checks, r);
+                return;
+        }
+        if (i->state == ISOLATION_NOT_ISOLATED)
+                g_hash_table_insert(s->needs_restart, g_strdup(u->name), g_strdup(p->name));
+        else if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(s->needs_restart, u->name), p->name))
+                g_hash_table_remove(s->needs_restart, u->name);
+}
+
+/* Which policies the wanted units activate, and which stopped ones still hold their pool during
+ * the grace period; restart hints for units that were running before their policy applied. */
+static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
+        for (size_t i = 0; i < in->n_candidates; i++) {
+                const PlanCandidate *c = &in->candidates[i];
+                const Policy *p = c->policy;
+                PolicyRuntime *rt = policy_runtime(s, p);
+
+                g_ptr_array_set_size(rt->units, 0);
+                for (size_t j = 0; j < c->n_units; j++) {
+                        const PlanUnit *u = &c->units[j];
+                        gpointer seen;
+                        bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &seen);
+
+                        g_ptr_array_add(rt->units, g_strdup(u->name));
+                        g_hash_table_insert(plan->wanted, (gpointer) u->name, GUINT_TO_POINTER(u->stops + 1));
+                        /* Already running when it first counted: its memory was mapped before
+                         * this policy applied. One that stopped since the last apply started
+                         * again under it. A service-scoped policy changes no knob: what counts
+                         * is whether the process runs isolated. */
+                        if (p->scope == POLICY_SCOPE_SERVICE)
+                                plan_isolation(s, in, p, u, plan);
+                        else if (!known && u->running)
+                                g_hash_table_insert(s->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
+                                g_hash_table_remove(s->needs_restart, u->name);
+                }
+                g_ptr_array_sort(rt->units, compare_strings);
+
+                if (rt->units->len > 0) {
+                        ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
+
+                        rt->active = true;
+                        rt->pool_grace_until = 0;
+                        g_array_append_val(plan->active, a);
+                        g_hash_table_add(s->live_policies, (gpointer) p);
+                        continue;
+                }
+
+                if (rt->active && p->has_pool && in->pool_grace_usec > 0)
+                        rt->pool_grace_until = in->now_usec + in->pool_grace_usec;
+                rt->active = false;
+
+                if (rt->pool_grace_until > in->now_usec) {
+                        ActivePolicy a = { .policy = p, .unit = NULL, .pool_only = true };
+
+                        g_array_append_val(plan->active, a);
+                        g_hash_table_add(s->live_policies, (gpointer) p);
+                        if (plan->next_grace_usec == 0 || rt->pool_grace_until < plan->next_grace_usec)
+                                plan->next_grace_usec = rt->pool_grace_until;
+                } else {
+                        rt->pool_grace_until = 0;
+                        g_hash_table_remove(s->live_policies, p);
+                }
+        }
+
+        /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
+        if (!in->units_known) {
+                g_clear_pointer(&plan->wanted, g_hash_table_unref);
+                return;
+        }
+
+        /* Units no longer wanted start afresh: their next start maps memory under the policy. */
+        GHashTableIter iter;
+        const char *name;
+        gpointer stops;
+
+        g_hash_table_remove_all(s->seen_wanted);
+        g_hash_table_iter_init(&iter, plan->wanted);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops))
+                g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
+        g_hash_table_iter_init(&iter, s->needs_restart);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(plan->wanted, name))
+                        g_hash_table_iter_remove(&iter);
+}
+
+void plan_effective_baseline(const bool *present, const KnobValue *recorded, const KnobValue *pinned,
+                             KnobValue ret[_KNOB_MAX]) {
+        FOREACH_KNOB(k) {
+                ret[k] = present[k] ? recorded[k] : KNOB_VALUE_UNSET;
+                if (present[k] && pinned[k] != KNOB_VALUE_UNSET)
+                        ret[k] = pinned[k];
+        }
+}
+
+static KnobStep plan_knob(const PlanInput *in, const Target *t, Knob k) {
+        KnobStep step = {
+                .current = in->current[k],
+                .target = t->value[k],
+        };
+        bool from_baseline = t->source[k].kind == SOURCE_BASELINE;
+
+        if (step.target == KNOB_VALUE_UNSET)
+                step.action = KNOB_ACTION_NONE;
+        else if (!in->present[k])
+                step.action = from_baseline ? KNOB_ACTION_NONE : KNOB_ACTION_ABSENT;
+        else if (step.current == KNOB_VALUE_UNSET)
+                step.action = KNOB_ACTION_UNREADABLE;
+        /* Nobody votes and thpd never moved it: the admin owns it, and the baseline follows
+         * what they set. */
+        else if (from_baseline && !in->owned[k] && in->pinned[k] == KNOB_VALUE_UNSET)
+                step.action = step.current != in->recorded[k] ? KNOB_ACTION_ADOPT : KNOB_ACTION_FOLLOW;
+        /* Until the manager has listed what runs, any write could loosen a knob a running
+         * service needs (a restarted thpd finds its predecessor's values in place). */
+        else if (!in->units_known)
+                step.action = KNOB_ACTION_HOLD;
+        else {
+                step.action = step.current == step.target ? KNOB_ACTION_KEEP : KNOB_ACTION_WRITE;
+                step.owned = !from_baseline || step.target != in->recorded[k];
+        }
+        return step;
+}
+
+void plan(PlanState *s, const PlanInput *in, Plan *ret) {
+        Plan p = {
+                .active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy)),
+                .isolation_checks = g_array_new(FALSE, TRUE, sizeof(IsolationRequest)),
+                .wanted = g_hash_table_new(g_str_hash, g_str_equal),
+        };
+        ResolveInput r;
+
+        plan_units(s, in, &p);
+        plan_effective_baseline(in->present, in->recorded, in->pinned, p.baseline);
+        r = (ResolveInput) {
+                .baseline = p.baseline,
+                .active = (const ActivePolicy *) p.active->data,
+                .n_active = p.active->len,
+                .mitigation = in->mitigation,
+                .override = in->override,
+                .pool_baseline = in->pool_baseline,
+                .n_pool_baseline = in->n_pool_baseline,
+        };
+        resolve(&r, &p.target);
+        FOREACH_KNOB(k)
+                p.knobs[k] = plan_knob(in, &p.target, k);
+        *ret = p;
+}
+
+void plan_done(Plan *p) {
+        g_clear_pointer(&p->active, g_array_unref);
+        g_clear_pointer(&p->isolation_checks, g_array_unref);
+        g_clear_pointer(&p->wanted, g_hash_table_unref);
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+
+#include "isolation.h"
+#include "knob.h"
+#include "policy.h"
+#include "resolve.h"
+
+/* The decisions of an apply, apart from any I/O. The daemon observes (the wanted units and the
+ * policies they match, the knobs this kernel has and their values, the time), plan() decides,
+ * and the daemon carries the plan out, records it and tells whoever listens. */
+
+/* Per policy file, what survives from one apply to the next. */
+typedef struct PolicyRuntime {
+        char *name;
+        bool active;
+        uint64_t pool_grace_until; /* CLOCK_MONOTONIC µs; 0: no pool held after a stop */
+        GPtrArray *units;          /* char*: wanted units matching it, sorted */
+} PolicyRuntime;
+
+/* What the plan carries from one apply to the next; the daemon owns it and records parts of it
+ * (the unit record) for its next instance. */
+typedef struct PlanState {
+        GHashTable *policy_runtime; /* name -> PolicyRuntime* */
+        /* Policy*: those active or holding a pool after a stop at the last apply; with the
+         * wanted units' own policies, all an apply needs to look at. */
+        GHashTable *live_policies;
+        GHashTable *needs_restart;  /* unit -> policy name */
+        GHashTable *seen_wanted;    /* units wanted at the last apply -> their stop count + 1 */
+} PlanState;
+
+void plan_state_init(PlanState *s);
+void plan_state_done(PlanState *s);
+/* A reload replaced the policies: the live set pointed into the old ones, and a policy that is
+ * gone is no longer active, whatever its units do. */
+void plan_state_forget_policies(PlanState *s, GPtrArray *policies);
+
+/* A wanted unit (start job queued, or active) that matches a policy. */
+typedef struct PlanUnit {
+        const char *name;
+        bool running;   /* active with no start job: it mapped its memory before this apply */
+        unsigned stops; /* how often it stopped while followed */
+} PlanUnit;
+
+/* A policy the apply looks at, with the wanted units it matches. */
+typedef struct PlanCandidate {
+        const Policy *policy;
+        const PlanUnit *units;
+        size_t n_units;
+} PlanCandidate;
+
+typedef struct PlanInput {
+        /* The policies of the wanted units and those live at the last apply, in policy order. */
+        const PlanCandidate *candidates;
+        size_t n_candidates;
+        GHashTable *isolation;      /* unit -> Isolation*, what the daemon found; NULL: none */
+        bool units_known;           /* the systemd manager listed the units (or is absent) */
+        uint64_t now_usec;          /* CLOCK_MONOTONIC */
+        uint64_t pool_grace_usec;   /* thpd.conf PoolGraceSec= */
+
+        const bool *present;        /* [_KNOB_MAX] the knobs this kernel has */
+        const KnobValue *current;   /* [_KNOB_MAX] as read; UNSET where the read failed */
+        const bool *owned;          /* [_KNOB_MAX] thpd moved the knob away from the baseline */
+        const KnobValue *recorded;  /* [_KNOB_MAX] the baseline record */
+        const KnobValue *pinned;    /* [_KNOB_MAX] thpd.conf's baseline values; UNSET: none */
+        const KnobValue *mitigation;/* [_KNOB_MAX] storm mitigation votes; UNSET: none */
+        const KnobValue *override;  /* [_KNOB_MAX] the admin override; UNSET: none */
+        const PoolBaseline *pool_baseline;
+        size_t n_pool_baseline;
+} PlanInput;
+
+/* A running unit of a Scope=service policy whose processes nobody checked since it started. */
+typedef struct IsolationRequest {
+        const Policy *policy;
+        const char *unit;
+        unsigned stops;
+} IsolationRequest;
+
+typedef enum KnobAction {
+        KNOB_ACTION_NONE,       /* no target: left alone */
+        KNOB_ACTION_ABSENT,     /* a vote for a knob this kernel lacks: ignored */
+        KNOB_ACTION_UNREADABLE, /* its value could not be read: an error of this apply */
+        KNOB_ACTION_FOLLOW,     /* nobody votes and thpd never moved it: it stays the admin's */
+        KNOB_ACTION_ADOPT,      /* the same, and the admin changed it: the baseline follows */
+        KNOB_ACTION_HOLD,       /* the unit list is not in yet: any write could loosen it */
+        KNOB_ACTION_KEEP,       /* at its target already */
+        KNOB_ACTION_WRITE,
+} KnobAction;
+
+typedef struct KnobStep {
+        KnobAction action;
+        KnobValue current;
+        KnobValue target;
+        bool owned; /* KEEP and WRITE: whether thpd owns the knob once it holds the target */
+} KnobStep;
+
+typedef struct Plan {
+        GArray *active;           /* ActivePolicy, in policy order; units borrowed from the state */
+        GArray *isolation_checks; /* IsolationRequest */
+        /* Unit names wanted now (borrowed from the input); NULL before the unit list, when
+         * what the last instance recorded is kept. */
+        GHashTable *wanted;
+        uint64_t next_grace_usec; /* when the first pool grace period ends; 0: none */
+        KnobValue baseline[_KNOB_MAX]; /* what "no vote" resolves to */
+        Target target;
+        KnobStep knobs[_KNOB_MAX];
+} Plan;
+
+/* Updates the state (runtime of the candidate policies, restart hints, wanted units) and fills
+ * the plan. Holds before the unit list: then no knob is written and no hint dropped. */
+void plan(PlanState *s, const PlanInput *in, Plan *ret);
+void plan_done(Plan *p);
+
+/* Per knob: the recorded baseline, or the value thpd.conf pins; UNSET for knobs this kernel
+ * lacks. */
+void plan_effective_baseline(const bool *present, const KnobValue *recorded, const KnobValue *pinned,
+                             KnobValue ret[_KNOB_MAX]);

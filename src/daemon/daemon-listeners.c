@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "daemon-listeners.h"
+#include "manager-bus.h"
+#include "manager-isolation.h"
+#include "manager-metrics.h"
+#include "manager-status.h"
+
+void daemon_listeners_attach(Manager *m) {
+        manager_add_listener(m, &manager_status_listener, NULL);
+        manager_add_listener(m, &manager_bus_listener, NULL);
+        manager_add_listener(m, &manager_metrics_listener, NULL);
+        manager_add_listener(m, &manager_isolation_listener, NULL);
+}

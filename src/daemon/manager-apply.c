@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <malloc.h>
+
+#include "log.h"
+#include "manager-pools.h"
+#include "manager.h"
+#include "runtime-file.h"
+#include "sysfs.h"
+#include "unit-record.h"
+#include "util.h"
+
+/* An apply: observe what runs and what the kernel has, plan (plan.c, no I/O), actuate the
+ * knobs, pools and timers, persist the records, and publish to the listeners. */
+
+static int on_apply_event(sd_event_source *s, void *userdata) {
+        manager_apply(userdata);
+        return 0;
+}
+
+void manager_queue_apply(Manager *m) {
+        int r;
+
+        if (!m->apply_event) {
+                r = sd_event_add_defer(m->event, &m->apply_event, on_apply_event, m);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(m->apply_event, SD_EVENT_PRIORITY_IDLE);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot queue an apply, applying at once: %m");
+                        m->apply_event = sd_event_source_disable_unref(m->apply_event);
+                        manager_apply(m);
+                        return;
+                }
+        }
+        (void) sd_event_source_set_enabled(m->apply_event, SD_EVENT_ONESHOT);
+}
+
+/* A burst of applies leaves freed heap fragments glibc keeps; give them back once it is over,
+ * so a long-running daemon does not creep. */
+#define TRIM_DELAY_USEC (5 * USEC_PER_SEC)
+
+static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        malloc_trim(0);
+        return 0;
+}
+
+static void schedule_trim(Manager *m) {
+        int r;
+
+        if (!m->trim_timer) {
+                r = sd_event_add_time_relative(m->event, &m->trim_timer, CLOCK_MONOTONIC, TRIM_DELAY_USEC,
+                                               USEC_PER_SEC, on_trim_timer, m);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot arm the heap trim timer: %m");
+                return;
+        }
+        (void) sd_event_source_set_time_relative(m->trim_timer, TRIM_DELAY_USEC);
+        (void) sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_grace_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_queue_apply(userdata);
+        return 0;
+}
+
+static void arm_grace_timer(Manager *m, uint64_t when) {
+        int r;
+
+        if (when == 0) {
+                if (m->grace_timer)
+                        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!m->grace_timer) {
+                r = sd_event_add_time(m->event, &m->grace_timer, CLOCK_MONOTONIC, when, 0, on_grace_timer, m);
+                if (r < 0)
+                        log_error_errno(r, "Cannot arm the pool grace timer; pools shrink at the next change: %m");
+                return;
+        }
+        (void) sd_event_source_set_time(m->grace_timer, when);
+        (void) sd_event_source_set_enabled(m->grace_timer, SD_EVENT_ONESHOT);
+}
+
+/* Until the manager has listed the units (or turned out absent), thpd knows nothing of what runs. */
+bool manager_units_known(const Manager *m) {
+        return !m->units || unit_tracker_has_answered(m->units);
+}
+
+/* ---- observe ---- */
+
+typedef struct Observation {
+        GArray *candidates;  /* PlanCandidate */
+        PlanUnit *units;     /* the candidates' units, back to back */
+        KnobValue current[_KNOB_MAX];
+        uint64_t now;
+} Observation;
+
+static void observation_done(Observation *o) {
+        g_clear_pointer(&o->candidates, g_array_unref);
+        g_clear_pointer(&o->units, g_free);
+}
+
+static gint compare_positions(gconstpointer a, gconstpointer b) {
+        guint x = *(const guint *) a, y = *(const guint *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void array_unref(gpointer a) {
+        g_ptr_array_unref(a);
+}
+
+/* The policies an apply must look at, by position, in order: those of the wanted units (with
+ * those units, as TrackedUnit*, in by_policy) and those that were active or held a pool at the
+ * last apply. After a (re)load every policy, since a changed file may no longer match. */
+static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_policy) {
+        GArray *positions = g_array_new(FALSE, FALSE, sizeof(guint));
+        g_autoptr(GPtrArray) matched = g_ptr_array_new();
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        GHashTableIter iter;
+        TrackedUnit *u;
+        const Policy *p;
+
+        if (units) {
+                g_hash_table_iter_init(&iter, units);
+                while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
+                        if (!tracked_unit_is_wanted(u))
+                                continue;
+                        g_ptr_array_set_size(matched, 0);
+                        (void) policy_index_lookup(m->policy_index, u->name, matched);
+                        for (guint i = 0; i < matched->len; i++) {
+                                GPtrArray *list;
+
+                                p = g_ptr_array_index(matched, i);
+                                list = g_hash_table_lookup(by_policy, p);
+                                if (!list) {
+                                        list = g_ptr_array_new();
+                                        g_hash_table_insert(by_policy, (gpointer) p, list);
+                                }
+                                g_ptr_array_add(list, u);
+                        }
+                }
+        }
+
+        if (m->apply_all_policies) {
+                for (guint i = 0; i < m->policies->len; i++)
+                        g_array_append_val(positions, i);
+                m->apply_all_policies = false;
+                return positions;
+        }
+
+        g_hash_table_iter_init(&iter, by_policy);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
+                g_hash_table_add(seen, (gpointer) p);
+        g_hash_table_iter_init(&iter, m->plan.live_policies);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
+                g_hash_table_add(seen, (gpointer) p);
+        g_hash_table_iter_init(&iter, seen);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
+                int position = policy_index_position(m->policy_index, p);
+
+                if (position >= 0)
+                        g_array_append_val(positions, position);
+        }
+        g_array_sort(positions, compare_positions);
+        return positions;
+}
+
+static void observe_units(Manager *m, Observation *o) {
+        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
+        /* Policy* -> GPtrArray of the wanted TrackedUnit* it matches */
+        g_autoptr(GHashTable) by_policy = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, array_unref);
+        g_autoptr(GArray) positions = candidate_policies(m, units, by_policy);
+        size_t n_units = 0, next = 0;
+
+        o->candidates = g_array_sized_new(FALSE, TRUE, sizeof(PlanCandidate), positions->len);
+        for (guint i = 0; i < positions->len; i++) {
+                GPtrArray *matching = g_hash_table_lookup(by_policy, g_ptr_array_index(m->policies,
+                                                                                        g_array_index(positions, guint, i)));
+
+                n_units += matching ? matching->len : 0;
+        }
+        o->units = g_new(PlanUnit, MAX(n_units, 1u));
+
+        for (guint i = 0; i < positions->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, g_array_index(positions, guint, i));
+                GPtrArray *matching = g_hash_table_lookup(by_policy, p);
+                PlanCandidate c = { .policy = p, .units = o->units + next };
+
+                for (guint j = 0; matching && j < matching->len; j++) {
+                        const TrackedUnit *u = g_ptr_array_index(matching, j);
+
+                        o->units[next++] = (PlanUnit) {
+                                .name = u->name,
+                                .running = tracked_unit_is_running(u),
+                                .stops = u->stops,
+                        };
+                }
+                c.n_units = o->units + next - c.units;
+                g_array_append_val(o->candidates, c);
+        }
+}
+
+static void observe(Manager *m, Observation *o) {
+        int r;
+
+        observe_units(m, o);
+        FOREACH_KNOB(k) {
+                o->current[k] = KNOB_VALUE_UNSET;
+                if (!m->present[k])
+                        continue;
+                r = sysfs_read_knob(m->sysfs_root, k, &o->current[k]);
+                if (r < 0) {
+                        log_error_errno(r, "%s: cannot read: %m", knob_name(k));
+                        o->current[k] = KNOB_VALUE_UNSET;
+                }
+        }
+        o->now = now_usec(CLOCK_MONOTONIC);
+}
+
+/* ---- actuate ---- */
+
+/* On the heap: a policy path can be PATH_MAX long, and a buffer that size per knob made the
+ * stack deeper for good (the kernel keeps stack pages once touched). */
+char *manager_knob_reason(const Manager *m, Knob k) {
+        const Source *s = &m->target.source[k];
+
+        switch (s->kind) {
+        case SOURCE_POLICY:
+                return g_strdup_printf("%s for %s", s->policy->path, s->unit);
+        case SOURCE_BASELINE:
+                return g_strdup("baseline, no policy votes");
+        case SOURCE_MITIGATION:
+                return g_strdup("storm mitigation");
+        case SOURCE_OVERRIDE:
+                return g_strdup("admin override");
+        default:
+                return g_strdup("no source");
+        }
+}
+
+static int write_knob(Manager *m, Knob k, const KnobStep *step, GArray *changes) {
+        g_autofree char *reason = manager_knob_reason(m, k);
+        char a[24], b[24];
+        int r;
+
+        r = sysfs_write_knob(m->sysfs_root, k, step->target);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot set %s (%s): %m", knob_name(k),
+                                knob_value_to_string(k, step->target, a), reason);
+                (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
+                return r;
+        }
+        m->counters.knob_writes++;
+        log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, step->current, a),
+                 knob_value_to_string(k, step->target, b), reason);
+        KnobChange change = {
+                .knob = k,
+                .old_value = step->current,
+                .new_value = step->target,
+                .reason = g_steal_pointer(&reason),
+        };
+        g_array_append_val(changes, change);
+        return 0;
+}
+
+/* Returns the number of knobs that could not be read or set. */
+static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *ret_baseline_changed) {
+        bool baseline_changed = false;
+        unsigned errors = 0;
+        char buf[24];
+
+        FOREACH_KNOB(k) {
+                const KnobStep *step = &p->knobs[k];
+
+                switch (step->action) {
+                case KNOB_ACTION_ABSENT: {
+                        g_autofree char *reason = manager_knob_reason(m, k);
+
+                        log_debug("%s: not on this kernel, ignoring the vote (%s)", knob_name(k), reason);
+                        break;
+                }
+                case KNOB_ACTION_UNREADABLE:
+                        errors++;
+                        break;
+                case KNOB_ACTION_ADOPT:
+                        log_info("%s: now %s, set outside thpd; taking it as the baseline", knob_name(k),
+                                 knob_value_to_string(k, step->current, buf));
+                        m->baseline.knobs[k] = step->current;
+                        baseline_changed = true;
+                        _fallthrough_;
+                case KNOB_ACTION_FOLLOW:
+                case KNOB_ACTION_HOLD:
+                        m->applied[k] = step->current;
+                        break;
+                case KNOB_ACTION_WRITE:
+                        if (write_knob(m, k, step, changes) < 0) {
+                                errors++;
+                                break;
+                        }
+                        _fallthrough_;
+                case KNOB_ACTION_KEEP:
+                        m->applied[k] = step->target;
+                        m->owned[k] = step->owned;
+                        break;
+                default:
+                        break;
+                }
+        }
+
+        m->counters.knob_errors += errors;
+        *ret_baseline_changed = baseline_changed;
+        return errors;
+}
+
+/* ---- persist ---- */
+
+/* Only when the sets changed: unit churn outside policies costs no write. */
+static void save_unit_record(Manager *m) {
+        g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
+        g_autofree char *text = NULL;
+        GHashTableIter iter;
+        const char *name;
+        int r;
+
+        g_hash_table_iter_init(&iter, m->plan.seen_wanted);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(m->plan.needs_restart, name))
+                        g_hash_table_add(started, (gpointer) name);
+        text = unit_record_format(started, m->plan.needs_restart);
+        if (streq_ptr(text, m->unit_record))
+                return;
+        r = runtime_file_write(m->runtime_dir, UNIT_RECORD_FILE, text);
+        if (r < 0)
+                log_warning_errno(r, "Cannot record the units of active policies in %s (%m): after a restart, "
+                                  "thpd would list them as needing a restart.", m->runtime_dir);
+        g_free(m->unit_record);
+        m->unit_record = TAKE_PTR(text);
+}
+
+static void persist(Manager *m, bool baseline_changed) {
+        int r;
+
+        if (baseline_changed) {
+                r = baseline_save(m->runtime_dir, &m->baseline);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot update the baseline record: %m");
+        }
+        /* Before the first unit list the record of the last instance stands. */
+        if (manager_units_known(m))
+                save_unit_record(m);
+}
+
+/* ---- publish ---- */
+
+static void publish(Manager *m, const Plan *p, GArray *changes) {
+        ApplyReport report = {
+                .changes = (const KnobChange *) changes->data,
+                .n_changes = changes->len,
+                .isolation_checks = (const IsolationRequest *) p->isolation_checks->data,
+                .n_isolation_checks = p->isolation_checks->len,
+                .wanted = p->wanted,
+        };
+
+        for (guint i = 0; i < m->listeners->len; i++) {
+                const ManagerListenerEntry *e = &g_array_index(m->listeners, ManagerListenerEntry, i);
+
+                if (e->listener->applied)
+                        e->listener->applied(m, &report, e->userdata);
+        }
+}
+
+static void knob_change_clear(gpointer p) {
+        KnobChange *c = p;
+
+        g_free(c->reason);
+}
+
+void manager_apply(Manager *m) {
+        _cleanup_(observation_done) Observation o = {};
+        _cleanup_(plan_done) Plan p = {};
+        g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
+        bool baseline_changed;
+
+        g_array_set_clear_func(changes, knob_change_clear);
+        observe(m, &o);
+        plan(&m->plan, &(PlanInput) {
+                        .candidates = (const PlanCandidate *) o.candidates->data,
+                        .n_candidates = o.candidates->len,
+                        .isolation = m->isolation,
+                        .units_known = manager_units_known(m),
+                        .now_usec = o.now,
+                        .pool_grace_usec = m->settings.pool_grace_usec,
+                        .present = m->present,
+                        .current = o.current,
+                        .owned = m->owned,
+                        .recorded = m->baseline.knobs,
+                        .pinned = m->settings.baseline,
+                        .mitigation = m->mitigation,
+                        .override = m->override,
+                        .pool_baseline = m->baseline.pools,
+                        .n_pool_baseline = m->baseline.n_pools,
+                }, &p);
+        m->target = p.target;
+        if (m->target.pools_truncated)
+                log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
+
+        m->last_apply_errors = actuate_knobs(m, &p, changes, &baseline_changed);
+        if (manager_units_known(m))
+                m->last_apply_errors += manager_apply_pools(m);
+        arm_grace_timer(m, p.next_grace_usec);
+        persist(m, baseline_changed);
+        m->applied_once = true;
+        m->apply_generation++;
+        publish(m, &p, changes);
+        schedule_trim(m);
+}
