@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "plan.h"
+#include "test-util.h"
+#include "util.h"
+
+/* One test per rule of the apply's plan: hold before the unit list, adopting an admin's change,
+ * restart hints, the pool grace period, isolation checks, override and storm mitigation. */
+
+#define NOW (1000 * USEC_PER_SEC)
+#define GRACE (60 * USEC_PER_SEC)
+
+typedef struct Fixture {
+        PlanState state;
+        GPtrArray *policies;
+        GHashTable *isolation;
+        bool present[_KNOB_MAX], owned[_KNOB_MAX], units_known;
+        KnobValue current[_KNOB_MAX], recorded[_KNOB_MAX], pinned[_KNOB_MAX];
+        KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
+        uint64_t now, pool_grace;
+        Plan plan;
+} Fixture;
+
+static Fixture F;
+
+static KnobValue value(Knob k, const char *word) {
+        KnobValue v;
+
+        ck_assert_int_eq(knob_value_from_string(k, word, &v), 0);
+        return v;
+}
+
+static void policy_free_void(void *p) {
+        policy_free(p);
+}
+
+static void setup(void) {
+        plan_state_init(&F.state);
+        F.policies = g_ptr_array_new_with_free_func(policy_free_void);
+        F.isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
+        FOREACH_KNOB(k) {
+                F.present[k] = F.owned[k] = false;
+                F.current[k] = F.recorded[k] = F.pinned[k] = KNOB_VALUE_UNSET;
+                F.mitigation[k] = F.override[k] = KNOB_VALUE_UNSET;
+        }
+        F.present[KNOB_ENABLED] = F.present[KNOB_DEFRAG] = true;
+        F.current[KNOB_ENABLED] = F.recorded[KNOB_ENABLED] = value(KNOB_ENABLED, "madvise");
+        F.current[KNOB_DEFRAG] = F.recorded[KNOB_DEFRAG] = value(KNOB_DEFRAG, "madvise");
+        F.units_known = true;
+        F.now = NOW;
+        F.pool_grace = 0;
+        F.plan = (Plan) {};
+}
+
+static void teardown(void) {
+        plan_done(&F.plan);
+        plan_state_done(&F.state);
+        g_hash_table_destroy(F.isolation);
+        g_ptr_array_unref(F.policies);
+}
+
+static Policy *add_policy(const char *name, const char *enabled) {
+        Policy *p = g_new0(Policy, 1);
+
+        p->name = g_strdup(name);
+        p->path = g_strconcat("/etc/thpd/policy.d/", name, NULL);
+        FOREACH_KNOB(k)
+                p->knobs[k] = KNOB_VALUE_UNSET;
+        p->service_thp = KNOB_VALUE_UNSET;
+        if (enabled)
+                p->knobs[KNOB_ENABLED] = value(KNOB_ENABLED, enabled);
+        g_ptr_array_add(F.policies, p);
+        return p;
+}
+
+static void run(const PlanCandidate *candidates, size_t n) {
+        plan_done(&F.plan);
+        plan(&F.state, &(PlanInput) {
+                        .candidates = candidates,
+                        .n_candidates = n,
+                        .isolation = F.isolation,
+                        .units_known = F.units_known,
+                        .now_usec = F.now,
+                        .pool_grace_usec = F.pool_grace,
+                        .present = F.present,
+                        .current = F.current,
+                        .owned = F.owned,
+                        .recorded = F.recorded,
+                        .pinned = F.pinned,
+                        .mitigation = F.mitigation,
+                        .override = F.override,
+                }, &F.plan);
+}
+
+/* Runs with one policy and its units. */
+static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
+        PlanCandidate c = { .policy = p, .units = units, .n_units = n_units };
+
+        run(&c, 1);
+}
+
+/* What the daemon does with the plan, as far as the next plan sees it. */
+static void actuate(void) {
+        FOREACH_KNOB(k)
+                if (F.plan.knobs[k].action == KNOB_ACTION_WRITE || F.plan.knobs[k].action == KNOB_ACTION_KEEP) {
+                        F.current[k] = F.plan.knobs[k].target;
+                        F.owned[k] = F.plan.knobs[k].owned;
+                }
+}
+
+static void assert_step(Knob k, KnobAction action, const char *target) {
+        char buf[24];
+
+        ck_assert_int_eq(F.plan.knobs[k].action, action);
+        if (target)
+                ck_assert_str_eq(knob_value_to_string(k, F.plan.knobs[k].target, buf), target);
+}
+
+static const char *restart_hint(const char *unit) {
+        return g_hash_table_lookup(F.state.needs_restart, unit);
+}
+
+static bool policy_active(const Policy *p, bool *ret_pool_only) {
+        for (guint i = 0; i < F.plan.active->len; i++) {
+                const ActivePolicy *a = &g_array_index(F.plan.active, ActivePolicy, i);
+
+                if (a->policy == p) {
+                        *ret_pool_only = a->pool_only;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Before the systemd manager listed the units a write could loosen a knob a running service
+ * needs: the plan holds, and writes once the list is in. */
+START_TEST(test_hold_until_unit_list) {
+        const Policy *p = add_policy("redis.conf", "never");
+        PlanUnit u = { .name = "redis-server.service", .running = false };
+
+        F.units_known = false;
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_HOLD, "never");
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_FOLLOW, "madvise");
+
+        F.units_known = true;
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
+        ck_assert(F.plan.knobs[KNOB_ENABLED].owned);
+}
+END_TEST
+
+/* ...and keeps the restart hints the last instance recorded until it knows what runs. */
+START_TEST(test_hold_keeps_recorded_hints) {
+        g_hash_table_insert(F.state.needs_restart, g_strdup("old.service"), g_strdup("old.conf"));
+        g_hash_table_insert(F.state.seen_wanted, g_strdup("old.service"), GUINT_TO_POINTER(1));
+
+        F.units_known = false;
+        run(NULL, 0);
+        ck_assert_ptr_null(F.plan.wanted);
+        ck_assert_str_eq(restart_hint("old.service"), "old.conf");
+
+        F.units_known = true;
+        run(NULL, 0);
+        ck_assert_ptr_nonnull(F.plan.wanted);
+        ck_assert_ptr_null(restart_hint("old.service"));
+        ck_assert_uint_eq(g_hash_table_size(F.state.seen_wanted), 0);
+}
+END_TEST
+
+/* Nobody votes and thpd never moved the knob: an admin's value becomes the baseline. */
+START_TEST(test_adopt_admin_change) {
+        F.current[KNOB_ENABLED] = value(KNOB_ENABLED, "always");
+        run(NULL, 0);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_ADOPT, "madvise");
+        ck_assert_int_eq(F.plan.knobs[KNOB_ENABLED].current, value(KNOB_ENABLED, "always"));
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_FOLLOW, "madvise");
+
+        /* Not while thpd moved it itself: then it goes back to the baseline. */
+        F.owned[KNOB_ENABLED] = true;
+        run(NULL, 0);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "madvise");
+        ck_assert(!F.plan.knobs[KNOB_ENABLED].owned);
+
+        /* Nor when thpd.conf pins the baseline value. */
+        F.owned[KNOB_ENABLED] = false;
+        F.pinned[KNOB_ENABLED] = value(KNOB_ENABLED, "never");
+        run(NULL, 0);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
+        ck_assert(F.plan.knobs[KNOB_ENABLED].owned);
+}
+END_TEST
+
+START_TEST(test_absent_and_unreadable) {
+        const Policy *p = add_policy("redis.conf", "never");
+        PlanUnit u = { .name = "redis-server.service" };
+
+        F.present[KNOB_ENABLED] = false;
+        F.current[KNOB_DEFRAG] = KNOB_VALUE_UNSET;
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_ABSENT, NULL);
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_UNREADABLE, NULL);
+        assert_step(KNOB_SHMEM_ENABLED, KNOB_ACTION_NONE, NULL);
+}
+END_TEST
+
+/* A unit already running when its policy first applies mapped its memory before: it needs a
+ * restart, until it starts again. One that starts under the policy does not. */
+START_TEST(test_restart_hints) {
+        const Policy *p = add_policy("redis.conf", "never");
+        PlanUnit units[] = {
+                { .name = "redis-server.service", .running = true },
+                { .name = "redis-server@b.service", .running = false },
+        };
+
+        run_one(p, units, 2);
+        ck_assert_str_eq(restart_hint("redis-server.service"), "redis.conf");
+        ck_assert_ptr_null(restart_hint("redis-server@b.service"));
+
+        /* Still running, unchanged: the hint stays. */
+        run_one(p, units, 2);
+        ck_assert_str_eq(restart_hint("redis-server.service"), "redis.conf");
+
+        /* It stopped and started again since the last apply. */
+        units[0].stops = 1;
+        run_one(p, units, 2);
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+
+        /* A unit no longer wanted is forgotten, hint and all. */
+        units[1].running = true;
+        g_hash_table_insert(F.state.needs_restart, g_strdup("redis-server@b.service"), g_strdup("redis.conf"));
+        run_one(p, units, 1);
+        ck_assert_ptr_null(restart_hint("redis-server@b.service"));
+        ck_assert(!g_hash_table_contains(F.state.seen_wanted, "redis-server@b.service"));
+}
+END_TEST
+
+/* A stopped policy keeps its pool for PoolGraceSec=, so a restart does not lose the pages. */
+START_TEST(test_pool_grace) {
+        Policy *p = add_policy("postgresql.conf", "never");
+        const Policy *no_pool = add_policy("redis.conf", "never");
+        PlanUnit u = { .name = "postgresql@15-main.service" }, r = { .name = "redis-server.service" };
+        PlanCandidate both[2] = { { .policy = p, .units = &u, .n_units = 1 },
+                                  { .policy = no_pool, .units = &r, .n_units = 1 } };
+        bool pool_only;
+
+        p->has_pool = true;
+        p->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 72 };
+        F.pool_grace = GRACE;
+        run(both, 2);
+        ck_assert(policy_active(p, &pool_only) && !pool_only);
+        ck_assert_uint_eq(F.plan.next_grace_usec, 0);
+        actuate();
+
+        /* Both units stop: the pool stays, the knob votes go. */
+        both[0].n_units = both[1].n_units = 0;
+        run(both, 2);
+        ck_assert(policy_active(p, &pool_only) && pool_only);
+        ck_assert(!policy_active(no_pool, &pool_only));
+        ck_assert_uint_eq(F.plan.next_grace_usec, NOW + GRACE);
+        ck_assert(g_hash_table_contains(F.state.live_policies, p));
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "madvise");
+        ck_assert(!F.plan.knobs[KNOB_ENABLED].owned);
+
+        F.now = NOW + GRACE - 1;
+        run(both, 1);
+        ck_assert(policy_active(p, &pool_only) && pool_only);
+
+        F.now = NOW + GRACE;
+        run(both, 1);
+        ck_assert(!policy_active(p, &pool_only));
+        ck_assert_uint_eq(F.plan.next_grace_usec, 0);
+        ck_assert(!g_hash_table_contains(F.state.live_policies, p));
+}
+END_TEST
+
+static void set_isolation(const char *unit, const Policy *p, unsigned stops, IsolationState state) {
+        Isolation *i = g_new0(Isolation, 1);
+
+        *i = (Isolation) {
+                .unit = g_strdup(unit),
+                .policy = g_strdup(p->name),
+                .mode = p->service_thp,
+                .stops = stops,
+                .state = state,
+        };
+        g_hash_table_replace(F.isolation, i->unit, i);
+}
+
+/* A Scope=service policy votes on no knob; a running unit of it is checked once per start, and
+ * needs a restart while its process still has THP. */
+START_TEST(test_isolation_checks) {
+        Policy *p = add_policy("redis-isolated.conf", NULL);
+        PlanUnit u = { .name = "redis-server.service", .running = true };
+        const IsolationRequest *req;
+
+        p->scope = POLICY_SCOPE_SERVICE;
+        p->service_thp = value(KNOB_ENABLED, "never");
+        run_one(p, &u, 1);
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 1);
+        req = &g_array_index(F.plan.isolation_checks, IsolationRequest, 0);
+        ck_assert_str_eq(req->unit, "redis-server.service");
+        ck_assert_ptr_eq(req->policy, p);
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+        assert_step(KNOB_ENABLED, KNOB_ACTION_FOLLOW, "madvise");
+
+        set_isolation("redis-server.service", p, 0, ISOLATION_CHECKING);
+        run_one(p, &u, 1);
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 0);
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+
+        set_isolation("redis-server.service", p, 0, ISOLATION_NOT_ISOLATED);
+        run_one(p, &u, 1);
+        ck_assert_str_eq(restart_hint("redis-server.service"), "redis-isolated.conf");
+
+        set_isolation("redis-server.service", p, 0, ISOLATION_ISOLATED);
+        run_one(p, &u, 1);
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+
+        /* A new start is asked about again; one still starting is not asked yet. */
+        u.stops = 1;
+        run_one(p, &u, 1);
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 1);
+        u.running = false;
+        run_one(p, &u, 1);
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 0);
+}
+END_TEST
+
+/* The admin override beats every policy. */
+START_TEST(test_override) {
+        const Policy *p = add_policy("redis.conf", "never");
+        PlanUnit u = { .name = "redis-server.service" };
+
+        F.override[KNOB_ENABLED] = value(KNOB_ENABLED, "always");
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "always");
+        ck_assert_int_eq(F.plan.target.source[KNOB_ENABLED].kind, SOURCE_OVERRIDE);
+        ck_assert(F.plan.knobs[KNOB_ENABLED].owned);
+
+        F.override[KNOB_ENABLED] = KNOB_VALUE_UNSET;
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
+        ck_assert_int_eq(F.plan.target.source[KNOB_ENABLED].kind, SOURCE_POLICY);
+}
+END_TEST
+
+/* Storm mitigation votes like a policy: stricter than the baseline, it is written. */
+START_TEST(test_mitigation) {
+        F.mitigation[KNOB_DEFRAG] = value(KNOB_DEFRAG, "never");
+        run(NULL, 0);
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_WRITE, "never");
+        ck_assert_int_eq(F.plan.target.source[KNOB_DEFRAG].kind, SOURCE_MITIGATION);
+        ck_assert(F.plan.knobs[KNOB_DEFRAG].owned);
+
+        /* Once the kernel holds it, nothing more to do. */
+        F.current[KNOB_DEFRAG] = value(KNOB_DEFRAG, "never");
+        run(NULL, 0);
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_KEEP, "never");
+
+        /* The override still wins over mitigation. */
+        F.override[KNOB_DEFRAG] = value(KNOB_DEFRAG, "always");
+        run(NULL, 0);
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_WRITE, "always");
+}
+END_TEST
+
+static Suite *plan_suite(void) {
+        Suite *s = suite_create("plan");
+        TCase *tc = tcase_create("rules");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_hold_until_unit_list);
+        tcase_add_test(tc, test_hold_keeps_recorded_hints);
+        tcase_add_test(tc, test_adopt_admin_change);
+        tcase_add_test(tc, test_absent_and_unreadable);
+        tcase_add_test(tc, test_restart_hints);
+        tcase_add_test(tc, test_pool_grace);
+        tcase_add_test(tc, test_isolation_checks);
+        tcase_add_test(tc, test_override);
+        tcase_add_test(tc, test_mitigation);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return test_run_suite(plan_suite());
+}
