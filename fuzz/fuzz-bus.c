@@ -45,6 +45,7 @@
 #include "fuzz.h"
 #include "daemon-listeners.h"
 #include "manager.h"
+#include "thpd-bus.h"
 #include "util.h"
 
 #define HANDLED_TIMEOUT_SEC 20
@@ -53,21 +54,21 @@
 static const struct {
         const char *path, *interface, *member;
 } methods[] = {
-        { "/org/thpd1", "org.thpd1.Manager", "ListPolicies" },
-        { "/org/thpd1", "org.thpd1.Manager", "Explain" },
-        { "/org/thpd1", "org.thpd1.Manager", "Reload" },
-        { "/org/thpd1", "org.thpd1.Manager", "SetOverride" },
-        { "/org/thpd1", "org.thpd1.Manager", "ClearOverride" },
-        { "/org/thpd1", "org.thpd1.Manager", "Await" },
-        { "/org/thpd1", "org.freedesktop.DBus.Properties", "Get" },
-        { "/org/thpd1", "org.freedesktop.DBus.Properties", "GetAll" },
-        { "/org/thpd1", "org.freedesktop.DBus.Properties", "Set" },
-        { "/org/thpd1", "org.freedesktop.DBus.Introspectable", "Introspect" },
-        { "/org/thpd1", "org.thpd1.Manager", "NoSuchMethod" },
-        { "/org/thpd1/x", "org.thpd1.Manager", "Explain" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "ListPolicies" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "Explain" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "Reload" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "SetOverride" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "ClearOverride" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "Await" },
+        { THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "Get" },
+        { THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll" },
+        { THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "Set" },
+        { THPD_BUS_PATH, "org.freedesktop.DBus.Introspectable", "Introspect" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "NoSuchMethod" },
+        { THPD_BUS_PATH "/x", THPD_BUS_INTERFACE, "Explain" },
         { "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects" },
-        { "/org/thpd1", NULL, "Await" },
-        { "/org/thpd1", "org.thpd1.Manager", "GetUnitUsage" },
+        { THPD_BUS_PATH, NULL, "Await" },
+        { THPD_BUS_PATH, THPD_BUS_INTERFACE, "GetUnitUsage" },
 };
 
 static const uint32_t caller_uids[] = { 0, (uint32_t) -1 /* thpd's own */, 65534, 1000 };
@@ -198,7 +199,7 @@ static void send_ping(void) {
         F.ping_serial = F.next_serial++;
         F.calls_at_ping = F.calls;
         F.ping_rounds++;
-        send_raw(method_call(F.ping_serial, 0, "/org/thpd1", "org.freedesktop.DBus.Peer", "Ping", F.sender,
+        send_raw(method_call(F.ping_serial, 0, THPD_BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", F.sender,
                              NULL, 0, NULL, 0));
 }
 

@@ -3,20 +3,7 @@
 
 #include "manager.h"
 #include "storm.h"
-
-#define THPD_BUS_NAME "org.thpd1"
-#define THPD_BUS_PATH "/org/thpd1"
-#define THPD_BUS_INTERFACE "org.thpd1.Manager"
-
-/* Errors of org.thpd1.Manager, as data/org.thpd1.Manager.xml describes them. */
-#define THPD_ERROR_UNKNOWN_KNOB "org.thpd1.Error.UnknownKnob"
-#define THPD_ERROR_NOT_SUPPORTED "org.thpd1.Error.NotSupported"
-#define THPD_ERROR_INVALID_VALUE "org.thpd1.Error.InvalidValue"
-#define THPD_ERROR_INVALID_DURATION "org.thpd1.Error.InvalidDuration"
-#define THPD_ERROR_FAILED "org.thpd1.Error.Failed"
-
-/* The polkit action of Reload, SetOverride and ClearOverride (data/org.thpd1.policy). */
-#define THPD_POLKIT_ACTION "org.thpd1.manage"
+#include "thpd-bus.h"
 
 /* The org.thpd1.Manager object. Once connected it registers the vtable and requests the name;
  * after every apply it emits Applied for changes (if any) and PropertiesChanged for the

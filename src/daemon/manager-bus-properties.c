@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "config.h"
+#include "manager-bus-properties.h"
+#include "manager-isolation.h"
+#include "util.h"
+
+const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]) {
+        return v == KNOB_VALUE_UNSET ? "" : knob_value_to_string(k, v, buf);
+}
+
+PolicyRuntime *bus_policy_runtime(const Manager *m, const char *policy_name) {
+        return g_hash_table_lookup(m->plan.policy_runtime, policy_name);
+}
+
+bool bus_policy_is_active(const Manager *m, const char *policy_name) {
+        PolicyRuntime *rt = bus_policy_runtime(m, policy_name);
+
+        return rt && rt->active;
+}
+
+int bus_append_strings(sd_bus_message *reply, GPtrArray *strings) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        for (guint i = 0; r >= 0 && strings && i < strings->len; i++)
+                r = sd_bus_message_append(reply, "s", (const char *) g_ptr_array_index(strings, i));
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+/* ---- storms ---- */
+
+/* The figures that tell a storm of this kind, as a{sd}. */
+int bus_append_storm_figures(sd_bus_message *msg, StormKind kind, const StormFigures *f) {
+        struct {
+                const char *name;
+                double value;
+                bool shown;
+        } rows[] = {
+                { "window_seconds", 0, true },
+                { "compact_stalls_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "compact_fail_ratio", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "compact_scanned_per_sec", 0, kind != STORM_KIND_KHUGEPAGED },
+                { "thp_fault_fallback_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "thp_fault_fallback_ratio", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "allocstalls_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "thp_collapse_failed_per_sec", 0, kind == STORM_KIND_KHUGEPAGED },
+                { "khugepaged_cpu_percent", 0, kind == STORM_KIND_KHUGEPAGED },
+                { "compact_daemon_wakes_per_sec", 0, kind == STORM_KIND_KCOMPACTD },
+                { "kcompactd_cpu_percent", 0, kind == STORM_KIND_KCOMPACTD },
+                { "psi_memory_some_percent", 0, false },
+                { "psi_memory_full_percent", 0, false },
+        };
+        int r;
+
+        r = sd_bus_message_open_container(msg, 'a', "{sd}");
+        if (r < 0)
+                return r;
+        if (f) {
+                rows[0].value = (double) f->window_usec / (double) USEC_PER_SEC;
+                rows[1].value = f->compact_stalls_per_sec;
+                rows[2].value = f->compact_fail_ratio;
+                rows[3].value = f->compact_scanned_per_sec;
+                rows[4].value = f->thp_fault_fallback_per_sec;
+                rows[5].value = f->thp_fault_fallback_ratio;
+                rows[6].value = f->allocstalls_per_sec;
+                rows[7].value = f->thp_collapse_failed_per_sec;
+                rows[8].value = f->khugepaged_cpu_percent;
+                rows[9].value = f->compact_daemon_wakes_per_sec;
+                rows[10].value = f->kcompactd_cpu_percent;
+                rows[11].value = f->psi_memory_some_percent;
+                rows[11].shown = f->has_psi_memory;
+                rows[12].value = f->psi_memory_full_percent;
+                rows[12].shown = f->has_psi_memory;
+                for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                        if (!rows[i].shown)
+                                continue;
+                        r = sd_bus_message_append(msg, "{sd}", rows[i].name, rows[i].value);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return sd_bus_message_close_container(msg);
+}
+
+/* ---- properties ---- */
+
+int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", THPD_VERSION);
+}
+
+int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        KnobValue baseline[_KNOB_MAX];
+        int r;
+
+        manager_effective_baseline(m, baseline);
+        r = sd_bus_message_open_container(reply, 'a', "(sssssss)");
+        if (r < 0)
+                return r;
+        FOREACH_KNOB(k) {
+                const Source *s = &m->target.source[k];
+                bool resolved = manager_knob_resolved(m, k);
+                char applied[24], target[24], base[24];
+
+                if (!m->present[k])
+                        continue;
+                r = sd_bus_message_append(reply, "(sssssss)", knob_name(k),
+                                          bus_knob_value(k, m->applied[k], applied),
+                                          bus_knob_value(k, resolved ? m->target.value[k] : KNOB_VALUE_UNSET, target),
+                                          bus_knob_value(k, baseline[k], base),
+                                          resolved ? source_kind_to_string(s->kind) : "",
+                                          resolved && s->kind == SOURCE_POLICY ? s->policy->name : "",
+                                          resolved && s->kind == SOURCE_POLICY && s->unit ? s->unit : "");
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_active_policies(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sas)");
+        if (r < 0)
+                return r;
+        /* m->policies, not the runtime table: that one remembers policies a reload removed. */
+        for (guint i = 0; i < m->policies->len; i++) {
+                const Policy *p = g_ptr_array_index(m->policies, i);
+                PolicyRuntime *rt = bus_policy_runtime(m, p->name);
+
+                if (!rt || !rt->active)
+                        continue;
+                r = sd_bus_message_open_container(reply, 'r', "sas");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", p->name);
+                if (r >= 0)
+                        r = bus_append_strings(reply, rt->units);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(tittts)");
+        if (r < 0)
+                return r;
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+
+                r = sd_bus_message_append(reply, "(tittts)", p->page_size_kb, (int32_t) p->node, p->target, p->allocated,
+                                          p->free, p->shortfall ?: "");
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
+                                          const char *property, sd_bus_message *reply, void *userdata,
+                                          sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GPtrArray) list = manager_isolation_list(m);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sssss)");
+        for (guint i = 0; r >= 0 && i < list->len; i++) {
+                const Isolation *iso = g_ptr_array_index(list, i);
+                /* The note quotes a command line, which need not be UTF-8. */
+                g_autofree char *note = g_utf8_make_valid(iso->note ?: "", -1);
+                char buf[24];
+
+                r = sd_bus_message_append(reply, "(sssss)", iso->unit, iso->policy,
+                                          knob_value_to_string(KNOB_ENABLED, iso->mode, buf),
+                                          isolation_state_to_string(iso->state), note);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GPtrArray) units = g_ptr_array_new();
+        GHashTableIter iter;
+        gpointer unit_name;
+        int r;
+
+        g_hash_table_iter_init(&iter, m->plan.needs_restart);
+        while (g_hash_table_iter_next(&iter, &unit_name, NULL))
+                g_ptr_array_add(units, unit_name);
+        /* Sorted, so that the same set always reads (and compares) the same. */
+        g_ptr_array_sort(units, compare_strings);
+        r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (guint i = 0; r >= 0 && i < units->len; i++) {
+                const char *unit = g_ptr_array_index(units, i);
+
+                r = sd_bus_message_append(reply, "(ss)", unit, (const char *) g_hash_table_lookup(m->plan.needs_restart, unit));
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        FOREACH_KNOB(k) {
+                char buf[24];
+
+                if (m->override[k] == KNOB_VALUE_UNSET)
+                        continue;
+                r = sd_bus_message_append(reply, "{ss}", knob_name(k), knob_value_to_string(k, m->override[k], buf));
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_override_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "t", m->override_expires_realtime);
+}
+
+int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", storm_phase_to_string(manager_storm_phase(userdata)));
+}
+
+int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssa{sd})");
+        if (r < 0)
+                return r;
+        for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++) {
+                r = sd_bus_message_open_container(reply, 'r', "ssa{sd}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ss", storm_kind_to_string(k),
+                                                  storm_phase_to_string(storm_watcher_get_phase(m->storm, k)));
+                if (r >= 0)
+                        r = bus_append_storm_figures(reply, k, storm_watcher_get_latest(m->storm));
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_storm_action(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "s", storm_action_to_string(m->settings.storm.action));
+}
+
+int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "s", m->status ?: "");
+}
+
+/* The policy a diagnostic is about: the file name of a *.conf directly in a policy directory;
+ * NULL for a directory's own problem. */
+static const char *diagnostic_policy(const Manager *m, const char *file) {
+        const char *const *dirs = m->policy_dirs ? (const char *const *) m->policy_dirs : policy_default_dirs;
+        const char *name;
+
+        for (size_t i = 0; dirs[i]; i++) {
+                size_t n = strlen(dirs[i]);
+
+                if (strncmp(file, dirs[i], n) != 0 || file[n] != '/')
+                        continue;
+                name = file + n + 1;
+                if (!strchr(name, '/') && g_str_has_suffix(name, ".conf"))
+                        return name;
+        }
+        return NULL;
+}
+
+int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const GPtrArray *items = m->policy_diagnostics.items;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssuss)");
+        for (guint i = 0; r >= 0 && items && i < items->len; i++) {
+                const Diagnostic *d = g_ptr_array_index(items, i);
+                /* D-Bus strings must be UTF-8, and a file name in a policy directory need not be. */
+                g_autofree char *file = g_utf8_make_valid(d->file, -1), *message = g_utf8_make_valid(d->message, -1);
+                const char *policy = diagnostic_policy(m, d->file);
+                g_autofree char *name = policy ? g_utf8_make_valid(policy, -1) : g_strdup("");
+
+                r = sd_bus_message_append(reply, "(ssuss)", name, file, (uint32_t) d->line,
+                                          d->level == DIAGNOSTIC_ERROR ? "error" : "warning", message);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
