@@ -23,7 +23,7 @@ int verb_await(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 return r;
         r = sd_bus_message_append(call, "s", unit);
         if (r < 0) {
-                log_error("Cannot pass '%s' to thpd: %s", unit, strerror(-r));
+                log_error_errno(r, "Cannot pass '%s' to thpd: %m", unit);
                 return CTL_EXIT_USAGE;
         }
 
@@ -41,7 +41,7 @@ int verb_await(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         }
         r = sd_bus_message_read(reply, "bs", &has_policy, &policy);
         if (r < 0) {
-                log_error("Cannot parse thpd's answer: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's answer: %m");
                 return CTL_EXIT_FAILURE;
         }
 

@@ -49,7 +49,7 @@ int ctl_bus_open(const CtlOptions *o, sd_bus **ret) {
 
         r = o->user ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus);
         if (r < 0) {
-                log_error("Cannot connect to the %s bus: %s", o->user ? "session" : "system", strerror(-r));
+                log_error_errno(r, "Cannot connect to the %s bus: %m", o->user ? "session" : "system");
                 /* No bus to connect to means no thpd on it either. */
                 if (r == -ENOENT || r == -ECONNREFUSED)
                         return log_not_running(o);
@@ -83,7 +83,7 @@ int ctl_log_bus_error(const CtlOptions *o, const sd_bus_error *error, int r, con
         else if (sd_bus_error_is_set(error))
                 log_error("Cannot %s: %s", what, error->message ?: error->name);
         else
-                log_error("Cannot %s: %s", what, strerror(-r));
+                log_error_errno(r, "Cannot %s: %m", what);
         return CTL_EXIT_FAILURE;
 }
 
@@ -92,7 +92,7 @@ int ctl_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
 
         r = sd_bus_message_new_method_call(bus, ret, THPD_BUS_NAME, THPD_BUS_PATH, THPD_BUS_INTERFACE, method);
         if (r < 0) {
-                log_error("Cannot build the %s call: %s", method, strerror(-r));
+                log_error_errno(r, "Cannot build the %s call: %m", method);
                 return CTL_EXIT_FAILURE;
         }
         return CTL_EXIT_OK;
@@ -126,7 +126,7 @@ int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t time
                 r = sd_bus_message_appendv(call, types, ap);
                 va_end(ap);
                 if (r < 0) {
-                        log_error("Cannot build the %s call: %s", method, strerror(-r));
+                        log_error_errno(r, "Cannot build the %s call: %m", method);
                         return CTL_EXIT_FAILURE;
                 }
         }

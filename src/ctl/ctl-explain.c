@@ -163,7 +163,7 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 g_array_append_val(votes, v);
         }
         if (r < 0) {
-                log_error("Cannot parse thpd's explanation: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's explanation: %m");
                 return CTL_EXIT_FAILURE;
         }
 

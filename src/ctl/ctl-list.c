@@ -80,7 +80,7 @@ static int list_policies(const CtlOptions *o, GArray **ret, GArray **ret_diagnos
                         r = sd_bus_message_exit_container(reply);
         }
         if (r < 0) {
-                log_error("Cannot parse the list of policies: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse the list of policies: %m");
                 return CTL_EXIT_FAILURE;
         }
         *ret = TAKE_PTR(rows);

@@ -19,7 +19,7 @@ int verb_metrics(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 return r;
         r = sd_bus_message_read(reply, "s", &text);
         if (r < 0) {
-                log_error("Cannot read thpd's metrics from its reply: %s", strerror(-r));
+                log_error_errno(r, "Cannot read thpd's metrics from its reply: %m");
                 return CTL_EXIT_FAILURE;
         }
         ctl_puts(out, text);

@@ -198,7 +198,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged"))
                 r = on_properties_changed(m, mon);
         if (r < 0)
-                log_warning("Cannot read thpd's %s signal: %s", member, strerror(-r));
+                log_warning_errno(r, "Cannot read thpd's %s signal: %m", member);
         if (mon->write_failed)
                 return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), CTL_EXIT_FAILURE);
         return 0;
@@ -245,7 +245,7 @@ int verb_monitor(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                                      "member='NameOwnerChanged',arg0='" THPD_BUS_NAME "'",
                                      on_owner_changed, &mon);
         if (r < 0) {
-                log_error("Cannot subscribe to thpd's signals: %s", strerror(-r));
+                log_error_errno(r, "Cannot subscribe to thpd's signals: %m");
                 return CTL_EXIT_FAILURE;
         }
         r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", &error, NULL, NULL);
@@ -266,14 +266,14 @@ int verb_monitor(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         if (r >= 0)
                 r = sd_bus_set_exit_on_disconnect(bus, true);
         if (r < 0) {
-                log_error("Cannot set up the event loop: %s", strerror(-r));
+                log_error_errno(r, "Cannot set up the event loop: %m");
                 return CTL_EXIT_FAILURE;
         }
 
         fprintf(stderr, "Following thpd's signals; press Ctrl-C to stop.\n");
         r = sd_event_loop(event);
         if (r < 0) {
-                log_error("The event loop failed: %s", strerror(-r));
+                log_error_errno(r, "The event loop failed: %m");
                 return CTL_EXIT_FAILURE;
         }
         code = r;

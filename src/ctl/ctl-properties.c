@@ -380,7 +380,7 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
         }
         if (r < 0) {
                 ctl_properties_clear(&p);
-                log_error("Cannot parse thpd's state: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's state: %m");
                 return CTL_EXIT_FAILURE;
         }
 
@@ -402,7 +402,7 @@ int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret) {
         if (r >= 0)
                 r = read_diagnostics(reply, diagnostics);
         if (r < 0) {
-                log_error("Cannot parse thpd's policy diagnostics: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's policy diagnostics: %m");
                 return CTL_EXIT_FAILURE;
         }
         *ret = TAKE_PTR(diagnostics);

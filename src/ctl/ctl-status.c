@@ -284,7 +284,7 @@ static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *na
         if (usage) {
                 r = ctl_unit_usage_call(bus, &usage_call);
                 if (r < 0)
-                        log_warning("Cannot ask how much THP the units hold: %s", strerror(-r));
+                        log_warning_errno(r, "Cannot ask how much THP the units hold: %m");
                 usage_sent = r >= 0;
         }
         r = ctl_get_properties(o, bus, &p);

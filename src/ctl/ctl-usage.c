@@ -73,12 +73,12 @@ static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
                 g_array_append_val(processes, p);
         }
         if (r < 0) {
-                log_debug("%s: cannot read its processes: %s", u->unit, strerror(-r));
+                log_debug_errno(r, "%s: cannot read its processes: %m", u->unit);
                 return;
         }
         r = usage_read_unit("/sys/fs/cgroup", "/proc", (UsageProcess *) processes->data, processes->len, &usage);
         if (r < 0) {
-                log_debug("%s: cannot tell how much THP it holds: %s", u->unit, strerror(-r));
+                log_debug_errno(r, "%s: cannot tell how much THP it holds: %m", u->unit);
                 return;
         }
         u->anon_thp_bytes = usage.anon_thp_bytes;
@@ -124,7 +124,7 @@ void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
                         r = sd_bus_wait(bus, UINT64_MAX);
         }
         if (r < 0) {
-                log_warning("Cannot read how much THP the units hold: %s", strerror(-r));
+                log_warning_errno(r, "Cannot read how much THP the units hold: %m");
                 return;
         }
         error = sd_bus_message_get_error(c->reply);
@@ -139,7 +139,7 @@ void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
         g_array_set_clear_func(usage, unit_usage_clear);
         r = read_usage(c->reply, usage);
         if (r < 0) {
-                log_warning("Cannot read thpd's answer about THP usage: %s", strerror(-r));
+                log_warning_errno(r, "Cannot read thpd's answer about THP usage: %m");
                 return;
         }
         for (guint i = 0; i < usage->len; i++) {

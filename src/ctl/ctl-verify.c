@@ -209,7 +209,7 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 r = verify_dirs(dirs, &diag, checked);
                 if (r < 0) {
                         diagnostics_clear(&diag);
-                        log_error("Cannot enumerate the policy directories: %s", g_strerror(-r));
+                        log_error_errno(r, "Cannot enumerate the policy directories: %m");
                         return CTL_EXIT_FAILURE;
                 }
         } else
