@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "ctl-bus.h"
+#include "ctl-format.h"
+#include "ctl-json.h"
 #include "log.h"
 #include "util.h"
 
 /* For ExecStartPre=-thpd-ctl await %n: returns once thpd has applied the policy of the unit (or
  * at once if none matches), so the service maps its memory under that policy. */
-int verb_await(const CtlOptions *o, int argc, char *argv[]) {
+int verb_await(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -21,7 +23,7 @@ int verb_await(const CtlOptions *o, int argc, char *argv[]) {
                 return r;
         r = sd_bus_message_append(call, "s", unit);
         if (r < 0) {
-                log_error("Cannot pass '%s' to thpd: %s", unit, strerror(-r));
+                log_error_errno(r, "Cannot pass '%s' to thpd: %m", unit);
                 return CTL_EXIT_USAGE;
         }
 
@@ -39,19 +41,18 @@ int verb_await(const CtlOptions *o, int argc, char *argv[]) {
         }
         r = sd_bus_message_read(reply, "bs", &has_policy, &policy);
         if (r < 0) {
-                log_error("Cannot parse thpd's answer: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's answer: %m");
                 return CTL_EXIT_FAILURE;
         }
 
         if (o->json) {
-                Json j;
+                g_autoptr(JsonBuilder) b = json_builder_new();
 
-                json_init(&j);
-                json_begin_object(&j, NULL);
-                json_string(&j, "unit", unit);
-                json_string(&j, "policy", has_policy ? policy : NULL);
-                json_end_object(&j);
-                return json_print(&j);
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "unit", unit);
+                ctl_json_string(b, "policy", has_policy ? policy : NULL);
+                ctl_json_end_object(b);
+                return ctl_json_print(b, out->f);
         }
         return CTL_EXIT_OK;
 }

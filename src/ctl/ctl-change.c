@@ -2,12 +2,14 @@
 #include <time.h>
 
 #include "ctl-bus.h"
+#include "ctl-format.h"
+#include "ctl-properties.h"
 #include "log.h"
 #include "util.h"
 
 /* Reload answers once the policies are re-read, so PolicyDiagnostics then describes this reload:
  * a broken file is shown and fails the command, which "systemctl reload thpd" passes on. */
-int verb_reload(const CtlOptions *o, int argc, char *argv[]) {
+int verb_reload(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         g_autoptr(GArray) diagnostics = NULL;
         unsigned errors;
@@ -23,7 +25,7 @@ int verb_reload(const CtlOptions *o, int argc, char *argv[]) {
         if (r != CTL_EXIT_OK)
                 return r;
 
-        ctl_print_diagnostics(stderr, diagnostics, "");
+        ctl_print_diagnostics(CTL_OUTPUT_UNCUT(stderr), diagnostics, "");
         errors = ctl_count_errors(diagnostics);
         if (errors > 0) {
                 log_error("thpd reloaded, but %u problem%s keep%s policies from loading; the others apply.", errors,
@@ -65,7 +67,7 @@ static void set_value(GPtrArray *knobs, GPtrArray *values, const char *knob, con
 }
 
 /* Prints the override in force, as status shows it. */
-static int print_override(const CtlOptions *o, sd_bus *bus) {
+static int print_override(const CtlOptions *o, CtlOutput *out, sd_bus *bus) {
         CtlProperties p;
         g_autoptr(GString) values = g_string_new(NULL);
         int r;
@@ -81,16 +83,16 @@ static int print_override(const CtlOptions *o, sd_bus *bus) {
         if (p.override_expires_at > 0) {
                 g_autofree char *when = ctl_format_timestamp(p.override_expires_at);
 
-                printf("Override:%s until %s\n", values->str, when);
+                ctl_printf(out, "Override:%s until %s\n", values->str, when);
         } else
-                printf("Override:%s until cleared\n", values->str);
+                ctl_printf(out, "Override:%s until cleared\n", values->str);
         ctl_properties_clear(&p);
-        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+        return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
 /* The override is one set with one end. KNOB=VALUE adds to the set in force (--replace: starts a
  * new one); --for= sets when the whole set ends, and without it the set keeps the end it had. */
-int verb_override(const CtlOptions *o, int argc, char *argv[]) {
+int verb_override(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         g_autoptr(GPtrArray) knobs = g_ptr_array_new_with_free_func(g_free);
@@ -158,5 +160,5 @@ int verb_override(const CtlOptions *o, int argc, char *argv[]) {
         r = ctl_call_message(o, bus, call, 0, "set the override", NULL);
         if (r != CTL_EXIT_OK)
                 return r;
-        return print_override(o, bus);
+        return print_override(o, out, bus);
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "ctl-bus.h"
+#include "ctl-json.h"
+#include "ctl-properties.h"
 #include "log.h"
 #include "util.h"
 
@@ -40,55 +42,54 @@ static const char *or_null(const char *s) {
         return s && s[0] ? s : NULL;
 }
 
-static int print_json(GArray *votes, GArray *isolated) {
-        Json j;
+static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
+        g_autoptr(JsonBuilder) b = json_builder_new();
 
-        json_init(&j);
-        json_begin_object(&j, NULL);
-        json_begin_array(&j, "knobs");
+        ctl_json_begin_object(b, NULL);
+        ctl_json_begin_array(b, "knobs");
         for (guint start = 0, end; start < votes->len; start = end) {
                 const Vote *winner;
 
                 end = group_end(votes, start);
                 winner = group_winner(votes, start, end);
-                json_begin_object(&j, NULL);
-                json_string(&j, "knob", g_array_index(votes, Vote, start).knob);
-                json_string(&j, "target", winner ? winner->value : NULL);
-                json_string(&j, "source", winner ? winner->source : NULL);
-                json_begin_array(&j, "votes");
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "knob", g_array_index(votes, Vote, start).knob);
+                ctl_json_string(b, "target", winner ? winner->value : NULL);
+                ctl_json_string(b, "source", winner ? winner->source : NULL);
+                ctl_json_begin_array(b, "votes");
                 for (guint i = start; i < end; i++) {
                         const Vote *v = &g_array_index(votes, Vote, i);
 
-                        json_begin_object(&j, NULL);
-                        json_string(&j, "value", v->value);
-                        json_string(&j, "source", v->source);
-                        json_string(&j, "policy", or_null(v->policy));
-                        json_string(&j, "unit", or_null(v->unit));
-                        json_bool(&j, "wins", v->wins);
-                        json_end_object(&j);
+                        ctl_json_begin_object(b, NULL);
+                        ctl_json_string(b, "value", v->value);
+                        ctl_json_string(b, "source", v->source);
+                        ctl_json_string(b, "policy", or_null(v->policy));
+                        ctl_json_string(b, "unit", or_null(v->unit));
+                        ctl_json_bool(b, "wins", v->wins);
+                        ctl_json_end_object(b);
                 }
-                json_end_array(&j);
-                json_end_object(&j);
+                ctl_json_end_array(b);
+                ctl_json_end_object(b);
         }
-        json_end_array(&j);
-        json_begin_array(&j, "isolated_services");
+        ctl_json_end_array(b);
+        ctl_json_begin_array(b, "isolated_services");
         for (guint i = 0; i < isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
 
-                json_begin_object(&j, NULL);
-                json_string(&j, "unit", iso->unit);
-                json_string(&j, "policy", iso->policy);
-                json_string(&j, "thp", iso->thp);
-                json_string(&j, "state", iso->state);
-                json_string(&j, "note", or_null(iso->note));
-                json_end_object(&j);
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "unit", iso->unit);
+                ctl_json_string(b, "policy", iso->policy);
+                ctl_json_string(b, "thp", iso->thp);
+                ctl_json_string(b, "state", iso->state);
+                ctl_json_string(b, "note", or_null(iso->note));
+                ctl_json_end_object(b);
         }
-        json_end_array(&j);
-        json_end_object(&j);
-        return json_print(&j);
+        ctl_json_end_array(b);
+        ctl_json_end_object(b);
+        return ctl_json_print(b, out->f);
 }
 
-static void print_text(GArray *votes) {
+static void print_text(CtlOutput *out, GArray *votes) {
         for (guint start = 0, end; start < votes->len; start = end) {
                 const Vote *winner;
                 int value_width = 0;
@@ -99,15 +100,15 @@ static void print_text(GArray *votes) {
                         value_width = MAX(value_width, (int) strlen(g_array_index(votes, Vote, i).value));
 
                 if (start > 0)
-                        printf("\n");
+                        ctl_printf(out, "\n");
                 if (winner) {
                         g_autofree char *reason = vote_reason(winner);
 
-                        printf("%s%s = %s%s, from %s\n", ctl_color(CTL_COLOR_BOLD), winner->knob, winner->value,
-                               ctl_color(CTL_COLOR_NORMAL), reason);
+                        ctl_printf(out, "%s%s = %s%s, from %s\n", ctl_color(CTL_COLOR_BOLD), winner->knob, winner->value,
+                                   ctl_color(CTL_COLOR_NORMAL), reason);
                 } else
-                        printf("%s%s%s: no vote decides it\n", ctl_color(CTL_COLOR_BOLD), g_array_index(votes, Vote, start).knob,
-                               ctl_color(CTL_COLOR_NORMAL));
+                        ctl_printf(out, "%s%s%s: no vote decides it\n", ctl_color(CTL_COLOR_BOLD), g_array_index(votes, Vote, start).knob,
+                                   ctl_color(CTL_COLOR_NORMAL));
                 for (guint i = start; i < end; i++) {
                         const Vote *v = &g_array_index(votes, Vote, i);
                         g_autofree char *reason = vote_reason(v);
@@ -117,29 +118,29 @@ static void print_text(GArray *votes) {
                         int arrow_columns = (int) g_utf8_strlen(arrow, -1);
 
                         if (v->wins)
-                                printf("  %s%s%s", ctl_color(CTL_COLOR_GREEN), arrow, ctl_color(CTL_COLOR_NORMAL));
+                                ctl_printf(out, "  %s%s%s", ctl_color(CTL_COLOR_GREEN), arrow, ctl_color(CTL_COLOR_NORMAL));
                         else
-                                printf("  %*s", arrow_columns, "");
-                        printf(" %-*s  %s\n", value_width, v->value, reason);
+                                ctl_printf(out, "  %*s", arrow_columns, "");
+                        ctl_printf(out, " %-*s  %s\n", value_width, v->value, reason);
                 }
         }
 }
 
 /* Scope=service policies cast no vote, but they decide what their services' processes get. */
-static void print_isolated(GArray *isolated) {
+static void print_isolated(CtlOutput *out, GArray *isolated) {
         if (isolated->len == 0)
                 return;
-        printf("\n%sNot voting%s (Scope=service: THP taken away from these services' processes only, by "
-               "thpd-exec at their start):\n", ctl_color(CTL_COLOR_BOLD), ctl_color(CTL_COLOR_NORMAL));
+        ctl_printf(out, "\n%sNot voting%s (Scope=service: THP taken away from these services' processes only, by "
+                   "thpd-exec at their start):\n", ctl_color(CTL_COLOR_BOLD), ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0; i < isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
 
-                printf("    %s  %s for %s: %s%s%s\n", iso->thp, iso->policy, iso->unit, iso->state,
-                       iso->note[0] ? ", " : "", iso->note);
+                ctl_printf(out, "    %s  %s for %s: %s%s%s\n", iso->thp, iso->policy, iso->unit, iso->state,
+                           iso->note[0] ? ", " : "", iso->note);
         }
 }
 
-int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
+int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         g_autoptr(GArray) votes = g_array_new(FALSE, TRUE, sizeof(Vote));
@@ -162,7 +163,7 @@ int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
                 g_array_append_val(votes, v);
         }
         if (r < 0) {
-                log_error("Cannot parse thpd's explanation: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse thpd's explanation: %m");
                 return CTL_EXIT_FAILURE;
         }
 
@@ -176,8 +177,8 @@ int verb_explain(const CtlOptions *o, int argc, char *argv[]) {
                 g_array_set_size(isolated, 0);
 
         if (o->json)
-                return print_json(votes, isolated);
-        print_text(votes);
-        print_isolated(isolated);
-        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+                return print_json(out, votes, isolated);
+        print_text(out, votes);
+        print_isolated(out, isolated);
+        return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

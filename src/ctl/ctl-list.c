@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "ctl-bus.h"
+#include "ctl-json.h"
+#include "ctl-properties.h"
 #include "log.h"
 #include "util.h"
 
@@ -78,7 +80,7 @@ static int list_policies(const CtlOptions *o, GArray **ret, GArray **ret_diagnos
                         r = sd_bus_message_exit_container(reply);
         }
         if (r < 0) {
-                log_error("Cannot parse the list of policies: %s", strerror(-r));
+                log_error_errno(r, "Cannot parse the list of policies: %m");
                 return CTL_EXIT_FAILURE;
         }
         *ret = TAKE_PTR(rows);
@@ -94,19 +96,19 @@ static const char *or_null(const char *s) {
         return s && s[0] ? s : NULL;
 }
 
-static void row_to_json(const PolicyRow *row, GArray *diagnostics, Json *j) {
-        json_string(j, "policy", row->name);
-        json_string(j, "state", policy_state(row));
-        json_string(j, "path", or_null(row->path));
-        json_string(j, "masked_by", or_null(row->masked_by));
-        json_string(j, "description", or_null(row->description));
-        json_strv(j, "units", row->units);
-        json_strv(j, "overrides", row->shadowed);
-        json_begin_array(j, "diagnostics");
+static void row_to_json(const PolicyRow *row, GArray *diagnostics, JsonBuilder *b) {
+        ctl_json_string(b, "policy", row->name);
+        ctl_json_string(b, "state", policy_state(row));
+        ctl_json_string(b, "path", or_null(row->path));
+        ctl_json_string(b, "masked_by", or_null(row->masked_by));
+        ctl_json_string(b, "description", or_null(row->description));
+        ctl_json_strv(b, "units", row->units);
+        ctl_json_strv(b, "overrides", row->shadowed);
+        ctl_json_begin_array(b, "diagnostics");
         for (guint i = 0; i < diagnostics->len; i++)
                 if (about(&g_array_index(diagnostics, CtlDiagnostic, i), row))
-                        json_diagnostic(j, &g_array_index(diagnostics, CtlDiagnostic, i), false);
-        json_end_array(j);
+                        ctl_diagnostic_to_json(b, &g_array_index(diagnostics, CtlDiagnostic, i), false);
+        ctl_json_end_array(b);
 }
 
 static bool has_row(GArray *rows, const CtlDiagnostic *d) {
@@ -126,32 +128,31 @@ static CtlColor state_color(const char *state) {
         return CTL_COLOR_NORMAL;
 }
 
-static int list_json(GArray *rows, GArray *diagnostics) {
-        Json j;
+static int list_json(CtlOutput *out, GArray *rows, GArray *diagnostics) {
+        g_autoptr(JsonBuilder) b = json_builder_new();
 
-        json_init(&j);
-        json_begin_object(&j, NULL);
-        json_begin_array(&j, "policies");
+        ctl_json_begin_object(b, NULL);
+        ctl_json_begin_array(b, "policies");
         for (guint i = 0; i < rows->len; i++) {
-                json_begin_object(&j, NULL);
-                row_to_json(&g_array_index(rows, PolicyRow, i), diagnostics, &j);
-                json_end_object(&j);
+                ctl_json_begin_object(b, NULL);
+                row_to_json(&g_array_index(rows, PolicyRow, i), diagnostics, b);
+                ctl_json_end_object(b);
         }
-        json_end_array(&j);
+        ctl_json_end_array(b);
         /* What belongs to no listed policy: a directory's problems, or a file that was ignored. */
-        json_begin_array(&j, "diagnostics");
+        ctl_json_begin_array(b, "diagnostics");
         for (guint i = 0; i < diagnostics->len; i++) {
                 const CtlDiagnostic *d = &g_array_index(diagnostics, CtlDiagnostic, i);
 
                 if (!has_row(rows, d))
-                        json_diagnostic(&j, d, false);
+                        ctl_diagnostic_to_json(b, d, false);
         }
-        json_end_array(&j);
-        json_end_object(&j);
-        return json_print(&j);
+        ctl_json_end_array(b);
+        ctl_json_end_object(b);
+        return ctl_json_print(b, out->f);
 }
 
-int verb_list(const CtlOptions *o, int argc, char *argv[]) {
+int verb_list(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         g_autoptr(GArray) rows = NULL, diagnostics = NULL;
         int name_width = (int) strlen("NAME"), state_width = (int) strlen("inactive"), units_width = (int) strlen("UNITS");
         unsigned invalid = 0;
@@ -161,7 +162,7 @@ int verb_list(const CtlOptions *o, int argc, char *argv[]) {
         if (r != CTL_EXIT_OK)
                 return r;
         if (o->json)
-                return list_json(rows, diagnostics);
+                return list_json(out, rows, diagnostics);
 
         g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
         for (guint i = 0; i < rows->len; i++) {
@@ -175,35 +176,35 @@ int verb_list(const CtlOptions *o, int argc, char *argv[]) {
         }
 
         if (!o->no_legend)
-                printf("%s%-*s  %-*s  %-*s  %s%s\n", ctl_color(CTL_COLOR_BOLD), name_width, "NAME", state_width, "STATE",
-                       units_width, "UNITS", "PATH", ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "%s%-*s  %-*s  %-*s  %s%s\n", ctl_color(CTL_COLOR_BOLD), name_width, "NAME", state_width, "STATE",
+                           units_width, "UNITS", "PATH", ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0; i < rows->len; i++) {
                 const PolicyRow *row = &g_array_index(rows, PolicyRow, i);
                 const char *state = policy_state(row);
                 g_autofree char *path = row->masked_by[0] ? g_strdup_printf("%s (mask)", row->masked_by) : g_strdup(row->path);
 
-                printf("%-*s  %s%-*s%s  %-*s  %s\n", name_width, row->name, ctl_color(state_color(state)), state_width, state,
-                       ctl_color(CTL_COLOR_NORMAL), units_width, (const char *) g_ptr_array_index(units, i), path);
+                ctl_printf(out, "%-*s  %s%-*s%s  %-*s  %s\n", name_width, row->name, ctl_color(state_color(state)), state_width, state,
+                           ctl_color(CTL_COLOR_NORMAL), units_width, (const char *) g_ptr_array_index(units, i), path);
         }
         /* The reasons, where admins look; a script reading the table with --no-legend gets them on
          * stderr, out of its way. */
         if (diagnostics->len > 0 && !o->no_legend) {
-                printf("\n");
-                ctl_print_diagnostics(stdout, diagnostics, "");
+                ctl_printf(out, "\n");
+                ctl_print_diagnostics(out, diagnostics, "");
         } else if (diagnostics->len > 0) {
-                fflush(stdout);
-                ctl_print_diagnostics(stderr, diagnostics, "");
+                (void) ctl_output_flush(out);
+                ctl_print_diagnostics(CTL_OUTPUT_UNCUT(stderr), diagnostics, "");
         }
         if (!o->no_legend) {
-                printf("\n%u policy file%s listed", rows->len, rows->len == 1 ? "" : "s");
+                ctl_printf(out, "\n%u policy file%s listed", rows->len, rows->len == 1 ? "" : "s");
                 if (invalid > 0)
-                        printf(", %u invalid", invalid);
-                printf(".\n");
+                        ctl_printf(out, ", %u invalid", invalid);
+                ctl_printf(out, ".\n");
         }
-        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+        return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
-int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
+int verb_cat(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         g_autoptr(GArray) rows = NULL, diagnostics = NULL, mine = NULL;
         g_autoptr(GError) error = NULL;
         g_autofree char *name = NULL, *content = NULL;
@@ -226,7 +227,7 @@ int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
 
         if (!row) {
                 /* An untrusted file is not listed, but thpd said why it ignored it. */
-                ctl_print_diagnostics(stderr, mine, "");
+                ctl_print_diagnostics(CTL_OUTPUT_UNCUT(stderr), mine, "");
                 log_error("No policy named %s; 'thpd-ctl list' shows them.", name);
                 return CTL_EXIT_FAILURE;
         }
@@ -237,31 +238,30 @@ int verb_cat(const CtlOptions *o, int argc, char *argv[]) {
         }
 
         if (o->json) {
-                Json j;
+                g_autoptr(JsonBuilder) b = json_builder_new();
 
-                json_init(&j);
-                json_begin_object(&j, NULL);
-                row_to_json(row, diagnostics, &j);
-                json_string(&j, "content", content);
-                json_end_object(&j);
-                return json_print(&j);
+                ctl_json_begin_object(b, NULL);
+                row_to_json(row, diagnostics, b);
+                ctl_json_string(b, "content", content);
+                ctl_json_end_object(b);
+                return ctl_json_print(b, out->f);
         }
 
         if (row->masked_by[0]) {
-                printf("%s# %s is masked by %s%s\n", ctl_color(CTL_COLOR_GREY), row->name, row->masked_by, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "%s# %s is masked by %s%s\n", ctl_color(CTL_COLOR_GREY), row->name, row->masked_by, ctl_color(CTL_COLOR_NORMAL));
                 for (size_t i = 0; row->shadowed && row->shadowed[i]; i++)
-                        printf("%s# masks %s%s\n", ctl_color(CTL_COLOR_GREY), row->shadowed[i], ctl_color(CTL_COLOR_NORMAL));
+                        ctl_printf(out, "%s# masks %s%s\n", ctl_color(CTL_COLOR_GREY), row->shadowed[i], ctl_color(CTL_COLOR_NORMAL));
         } else {
-                printf("%s# %s%s\n", ctl_color(CTL_COLOR_GREY), row->path, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "%s# %s%s\n", ctl_color(CTL_COLOR_GREY), row->path, ctl_color(CTL_COLOR_NORMAL));
                 for (size_t i = 0; row->shadowed && row->shadowed[i]; i++)
-                        printf("%s# overrides %s%s\n", ctl_color(CTL_COLOR_GREY), row->shadowed[i], ctl_color(CTL_COLOR_NORMAL));
+                        ctl_printf(out, "%s# overrides %s%s\n", ctl_color(CTL_COLOR_GREY), row->shadowed[i], ctl_color(CTL_COLOR_NORMAL));
         }
         /* As comments, so that the output still reads as a policy file. */
-        ctl_print_diagnostics(stdout, mine, "# ");
+        ctl_print_diagnostics(out, mine, "# ");
         if (content) {
-                fputs(content, stdout);
+                ctl_puts(out, content);
                 if (content[0] && !g_str_has_suffix(content, "\n"))
-                        printf("\n");
+                        ctl_printf(out, "\n");
         }
-        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+        return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

@@ -5,7 +5,7 @@
 
 /* thpd formats the text itself (GetMetrics), so that this prints exactly what it writes to the
  * metrics file node_exporter reads ([Metrics] TextfilePath=). */
-int verb_metrics(const CtlOptions *o, int argc, char *argv[]) {
+int verb_metrics(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *text;
@@ -19,10 +19,11 @@ int verb_metrics(const CtlOptions *o, int argc, char *argv[]) {
                 return r;
         r = sd_bus_message_read(reply, "s", &text);
         if (r < 0) {
-                log_error("Cannot read thpd's metrics from its reply: %s", strerror(-r));
+                log_error_errno(r, "Cannot read thpd's metrics from its reply: %m");
                 return CTL_EXIT_FAILURE;
         }
-        if (fputs(text, stdout) < 0 || fflush(stdout) != 0) {
+        ctl_puts(out, text);
+        if (ctl_output_flush(out) < 0) {
                 log_error("Cannot write the metrics.");
                 return CTL_EXIT_FAILURE;
         }

@@ -1,92 +1,86 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <inttypes.h>
 #include <signal.h>
 #include <systemd/sd-event.h>
-#include <time.h>
 
 #include "ctl-bus.h"
+#include "ctl-format.h"
+#include "ctl-json.h"
+#include "ctl-properties.h"
 #include "log.h"
 #include "util.h"
 
 typedef struct Monitor {
         const CtlOptions *o;
+        CtlOutput *out;
         bool write_failed;
 } Monitor;
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* Starts a text line with the local time, or a JSON line with the event's common fields. */
-static void begin_event(Monitor *mon, Json *j, const char *name) {
-        uint64_t now = now_realtime_usec();
+/* Starts a text line with the local time; or a JSON line with the event's common fields, whose
+ * builder it returns. */
+static JsonBuilder *begin_event(Monitor *mon, const char *name) {
+        uint64_t now = ctl_now_usec();
+        g_autofree char *clock = NULL;
+        JsonBuilder *b;
 
         if (mon->o->json) {
-                json_init(j);
-                json_begin_object(j, NULL);
-                json_string(j, "signal", name);
-                json_time(j, "time", now);
-                return;
+                b = json_builder_new();
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "signal", name);
+                ctl_json_time(b, "time", now);
+                return b;
         }
 
-        time_t t = (time_t) (now / 1000000);
-        struct tm tm;
-        char buf[32] = "";
-
-        if (localtime_r(&t, &tm))
-                strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-        printf("%s%s.%03u%s %s%s%s", ctl_color(CTL_COLOR_GREY), buf, (unsigned) (now % 1000000 / 1000),
-               ctl_color(CTL_COLOR_NORMAL), ctl_color(CTL_COLOR_BOLD), name, ctl_color(CTL_COLOR_NORMAL));
+        clock = ctl_format_clock(now);
+        ctl_printf(mon->out, "%s%s%s %s%s%s", ctl_color(CTL_COLOR_GREY), clock, ctl_color(CTL_COLOR_NORMAL),
+                   ctl_color(CTL_COLOR_BOLD), name, ctl_color(CTL_COLOR_NORMAL));
+        return NULL;
 }
 
-static void end_event(Monitor *mon, Json *j) {
+static void end_event(Monitor *mon, JsonBuilder *b) {
         if (mon->o->json) {
-                json_end_object(j);
-                if (json_print(j) != CTL_EXIT_OK)
+                ctl_json_end_object(b);
+                if (ctl_json_print(b, mon->out->f) != CTL_EXIT_OK)
                         mon->write_failed = true;
                 return;
         }
-        printf("\n");
-        if (fflush(stdout) != 0)
+        ctl_printf(mon->out, "\n");
+        if (ctl_output_flush(mon->out) < 0)
                 mon->write_failed = true;
 }
 
 static int on_applied(sd_bus_message *m, Monitor *mon) {
         const char *knob, *old_value, *new_value, *reason;
-        Json j;
+        g_autoptr(JsonBuilder) b = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', "(ssss)");
         if (r < 0)
                 return r;
-        begin_event(mon, &j, "Applied");
+        b = begin_event(mon, "Applied");
         if (mon->o->json)
-                json_begin_array(&j, "changes");
+                ctl_json_begin_array(b, "changes");
         for (unsigned n = 0; (r = sd_bus_message_read(m, "(ssss)", &knob, &old_value, &new_value, &reason)) > 0; n++) {
                 if (mon->o->json) {
-                        json_begin_object(&j, NULL);
-                        json_string(&j, "knob", knob);
-                        json_string(&j, "old", old_value[0] ? old_value : NULL);
-                        json_string(&j, "new", new_value[0] ? new_value : NULL);
-                        json_string(&j, "reason", reason);
-                        json_end_object(&j);
+                        ctl_json_begin_object(b, NULL);
+                        ctl_json_string(b, "knob", knob);
+                        ctl_json_string(b, "old", old_value[0] ? old_value : NULL);
+                        ctl_json_string(b, "new", new_value[0] ? new_value : NULL);
+                        ctl_json_string(b, "reason", reason);
+                        ctl_json_end_object(b);
                 } else
-                        printf("%s %s %s %s %s (%s)", n == 0 ? ":" : ";", knob, old_value, ctl_glyph(CTL_GLYPH_ARROW),
-                               new_value, reason);
+                        ctl_printf(mon->out, "%s %s %s %s %s (%s)", n == 0 ? ":" : ";", knob, old_value, ctl_glyph(CTL_GLYPH_ARROW),
+                                   new_value, reason);
         }
         if (mon->o->json)
-                json_end_array(&j);
-        end_event(mon, &j);
+                ctl_json_end_array(b);
+        end_event(mon, b);
         return r;
 }
 
 static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
         const char *kind, *name;
         double value;
-        Json j;
+        g_autoptr(JsonBuilder) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "s", &kind);
@@ -94,47 +88,47 @@ static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
                 r = sd_bus_message_enter_container(m, 'a', "{sd}");
         if (r < 0)
                 return r;
-        begin_event(mon, &j, "StormDetected");
+        b = begin_event(mon, "StormDetected");
         if (mon->o->json) {
-                json_string(&j, "kind", kind);
-                json_begin_object(&j, "figures");
+                ctl_json_string(b, "kind", kind);
+                ctl_json_begin_object(b, "figures");
         } else
-                printf(": %s%s storm%s", ctl_color(CTL_COLOR_RED), kind, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(mon->out, ": %s%s storm%s", ctl_color(CTL_COLOR_RED), kind, ctl_color(CTL_COLOR_NORMAL));
         for (unsigned n = 0; (r = sd_bus_message_read(m, "{sd}", &name, &value)) > 0; n++) {
                 char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
                 if (mon->o->json)
-                        json_double(&j, name, value);
+                        ctl_json_double(b, name, value);
                 else
-                        printf("%s%s=%s", n == 0 ? " (" : ", ", name, g_ascii_formatd(buf, sizeof buf, "%.3g", value));
+                        ctl_printf(mon->out, "%s%s=%s", n == 0 ? " (" : ", ", name, g_ascii_formatd(buf, sizeof buf, "%.3g", value));
         }
         if (mon->o->json)
-                json_end_object(&j);
+                ctl_json_end_object(b);
         else if (r >= 0)
-                printf(")");
-        end_event(mon, &j);
+                ctl_printf(mon->out, ")");
+        end_event(mon, b);
         return r;
 }
 
 static int on_storm_cleared(sd_bus_message *m, Monitor *mon) {
         const char *kind;
         uint64_t duration;
-        Json j;
+        g_autoptr(JsonBuilder) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "st", &kind, &duration);
         if (r < 0)
                 return r;
-        begin_event(mon, &j, "StormCleared");
+        b = begin_event(mon, "StormCleared");
         if (mon->o->json) {
-                json_string(&j, "kind", kind);
-                json_uint(&j, "duration_usec", duration);
+                ctl_json_string(b, "kind", kind);
+                ctl_json_uint(b, "duration_usec", duration);
         } else {
                 g_autofree char *d = ctl_format_duration(duration);
 
-                printf(": %s storm over after %s", kind, d);
+                ctl_printf(mon->out, ": %s storm over after %s", kind, d);
         }
-        end_event(mon, &j);
+        end_event(mon, b);
         return 0;
 }
 
@@ -143,7 +137,7 @@ static int on_properties_changed(sd_bus_message *m, Monitor *mon) {
         g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *status = NULL;
         const char *interface, *name;
-        Json j;
+        g_autoptr(JsonBuilder) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "s", &interface);
@@ -170,23 +164,23 @@ static int on_properties_changed(sd_bus_message *m, Monitor *mon) {
         if (r < 0)
                 return r;
 
-        begin_event(mon, &j, "PropertiesChanged");
+        b = begin_event(mon, "PropertiesChanged");
         if (mon->o->json) {
-                json_begin_array(&j, "changed");
+                ctl_json_begin_array(b, "changed");
                 for (guint i = 0; i < names->len; i++)
-                        json_string(&j, NULL, g_ptr_array_index(names, i));
-                json_end_array(&j);
+                        ctl_json_string(b, NULL, g_ptr_array_index(names, i));
+                ctl_json_end_array(b);
                 if (status)
-                        json_string(&j, "status", status);
+                        ctl_json_string(b, "status", status);
         } else {
                 g_ptr_array_add(names, NULL);
                 g_autofree char *joined = g_strjoinv(", ", (char **) names->pdata);
 
-                printf(": %s", joined);
+                ctl_printf(mon->out, ": %s", joined);
                 if (status)
-                        printf(" (now: %s)", status);
+                        ctl_printf(mon->out, " (now: %s)", status);
         }
-        end_event(mon, &j);
+        end_event(mon, b);
         return 0;
 }
 
@@ -204,7 +198,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged"))
                 r = on_properties_changed(m, mon);
         if (r < 0)
-                log_warning("Cannot read thpd's %s signal: %s", member, strerror(-r));
+                log_warning_errno(r, "Cannot read thpd's %s signal: %m", member);
         if (mon->write_failed)
                 return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), CTL_EXIT_FAILURE);
         return 0;
@@ -213,14 +207,14 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Monitor *mon = userdata;
         const char *name, *old_owner, *new_owner;
-        Json j;
+        g_autoptr(JsonBuilder) b = NULL;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
-        begin_event(mon, &j, new_owner[0] ? "Started" : "Stopped");
+        b = begin_event(mon, new_owner[0] ? "Started" : "Stopped");
         if (!mon->o->json)
-                printf(": %s", new_owner[0] ? "thpd is on the bus" : "thpd left the bus; waiting for it to come back");
-        end_event(mon, &j);
+                ctl_printf(mon->out, ": %s", new_owner[0] ? "thpd is on the bus" : "thpd left the bus; waiting for it to come back");
+        end_event(mon, b);
         return 0;
 }
 
@@ -228,11 +222,11 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         return sd_event_exit(sd_event_source_get_event(s), CTL_EXIT_OK);
 }
 
-int verb_monitor(const CtlOptions *o, int argc, char *argv[]) {
+int verb_monitor(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        Monitor mon = { .o = o };
+        Monitor mon = { .o = o, .out = out };
         sigset_t mask;
         int r, code;
 
@@ -251,7 +245,7 @@ int verb_monitor(const CtlOptions *o, int argc, char *argv[]) {
                                      "member='NameOwnerChanged',arg0='" THPD_BUS_NAME "'",
                                      on_owner_changed, &mon);
         if (r < 0) {
-                log_error("Cannot subscribe to thpd's signals: %s", strerror(-r));
+                log_error_errno(r, "Cannot subscribe to thpd's signals: %m");
                 return CTL_EXIT_FAILURE;
         }
         r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", &error, NULL, NULL);
@@ -272,14 +266,14 @@ int verb_monitor(const CtlOptions *o, int argc, char *argv[]) {
         if (r >= 0)
                 r = sd_bus_set_exit_on_disconnect(bus, true);
         if (r < 0) {
-                log_error("Cannot set up the event loop: %s", strerror(-r));
+                log_error_errno(r, "Cannot set up the event loop: %m");
                 return CTL_EXIT_FAILURE;
         }
 
         fprintf(stderr, "Following thpd's signals; press Ctrl-C to stop.\n");
         r = sd_event_loop(event);
         if (r < 0) {
-                log_error("The event loop failed: %s", strerror(-r));
+                log_error_errno(r, "The event loop failed: %m");
                 return CTL_EXIT_FAILURE;
         }
         code = r;

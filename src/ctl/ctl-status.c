@@ -3,18 +3,22 @@
 #include <stdarg.h>
 
 #include "ctl-bus.h"
+#include "ctl-format.h"
+#include "ctl-json.h"
+#include "ctl-properties.h"
+#include "ctl-usage.h"
 #include "log.h"
 #include "util.h"
 
 /* "  Policies: " and the indent of continuation lines under it. */
 #define LABEL_WIDTH 10
 
-static void print_label(const char *label) {
-        printf("  %-*s", LABEL_WIDTH, label);
+static void print_label(CtlOutput *out, const char *label) {
+        ctl_printf(out, "  %-*s", LABEL_WIDTH, label);
 }
 
-static void print_continuation(void) {
-        printf("  %-*s", LABEL_WIDTH, "");
+static void print_continuation(CtlOutput *out) {
+        ctl_printf(out, "  %-*s", LABEL_WIDTH, "");
 }
 
 static bool knob_pending(const CtlKnob *k) {
@@ -44,17 +48,17 @@ static char *knob_reason(const CtlKnob *k) {
         return g_strdup(k->source);
 }
 
-static void print_policies(const CtlProperties *p) {
-        print_label("Policies:");
+static void print_policies(CtlOutput *out, const CtlProperties *p) {
+        print_label(out, "Policies:");
         if (p->active_policies->len == 0)
-                printf("%snone active%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "%snone active%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0; i < p->active_policies->len; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
                 g_autofree char *units = g_strjoinv(", ", a->units);
 
                 if (i > 0)
-                        print_continuation();
-                printf("%s (%s)\n", a->name, units);
+                        print_continuation(out);
+                ctl_printf(out, "%s (%s)\n", a->name, units);
         }
 }
 
@@ -73,25 +77,25 @@ static char *usage_text(const CtlUnitUsage *u) {
         return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
 }
 
-static void print_usage(GArray *usage) {
+static void print_usage(CtlOutput *out, GArray *usage) {
         int width = 0;
 
         if (!usage || usage->len == 0)
                 return;
         for (guint i = 0; i < usage->len; i++)
                 width = MAX(width, (int) strlen(g_array_index(usage, CtlUnitUsage, i).unit));
-        print_label("THP held:");
+        print_label(out, "THP held:");
         for (guint i = 0; i < usage->len; i++) {
                 const CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
                 g_autofree char *text = usage_text(u);
 
                 if (i > 0)
-                        print_continuation();
-                printf("%-*s  %s\n", width, u->unit, text);
+                        print_continuation(out);
+                ctl_printf(out, "%-*s  %s\n", width, u->unit, text);
         }
 }
 
-static void print_knobs(const CtlProperties *p) {
+static void print_knobs(CtlOutput *out, const CtlProperties *p) {
         int name_width = 0, value_width = 0, baseline_width = 0;
         g_autoptr(GPtrArray) baselines = g_ptr_array_new_with_free_func(g_free);
 
@@ -105,9 +109,9 @@ static void print_knobs(const CtlProperties *p) {
                 g_ptr_array_add(baselines, b);
         }
 
-        print_label("Knobs:");
+        print_label(out, "Knobs:");
         if (p->knobs->len == 0)
-                printf("none on this kernel\n");
+                ctl_printf(out, "none on this kernel\n");
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
                 const char *baseline = g_ptr_array_index(baselines, i);
@@ -115,22 +119,22 @@ static void print_knobs(const CtlProperties *p) {
                 bool moved = baseline[0] != '\0';
 
                 if (i > 0)
-                        print_continuation();
-                printf("%-*s  %s%-*s%s  %-*s  %s%s%s", name_width, k->name, moved ? ctl_color(CTL_COLOR_BOLD) : "",
-                       value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
-                       streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
-                       streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
+                        print_continuation(out);
+                ctl_printf(out, "%-*s  %s%-*s%s  %-*s  %s%s%s", name_width, k->name, moved ? ctl_color(CTL_COLOR_BOLD) : "",
+                           value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
+                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
+                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
                 if (knob_pending(k))
-                        printf("%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
-                               k->target, ctl_color(CTL_COLOR_NORMAL));
-                printf("\n");
+                        ctl_printf(out, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
+                                   k->target, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "\n");
         }
 }
 
-static void print_pools(const CtlProperties *p) {
-        print_label("Pools:");
+static void print_pools(CtlOutput *out, const CtlProperties *p) {
+        print_label(out, "Pools:");
         if (p->pools->len == 0)
-                printf("%snone%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "%snone%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
                 g_autofree char *where = NULL;
@@ -139,34 +143,34 @@ static void print_pools(const CtlProperties *p) {
                 format_page_size(pool->page_size_kb, size);
                 where = pool->node < 0 ? g_strdup(size) : g_strdup_printf("%s node %" PRIi32, size, pool->node);
                 if (i > 0)
-                        print_continuation();
-                printf("%s  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", where, pool->allocated, pool->target, pool->free);
+                        print_continuation(out);
+                ctl_printf(out, "%s  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", where, pool->allocated, pool->target, pool->free);
                 if (pool->shortfall[0])
-                        printf("; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall, ctl_color(CTL_COLOR_NORMAL));
-                printf("\n");
+                        ctl_printf(out, "; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "\n");
         }
 }
 
-static void print_storms(const CtlProperties *p) {
+static void print_storms(CtlOutput *out, const CtlProperties *p) {
         bool calm = streq_ptr(p->storm_state, "calm");
         CtlColor color = streq_ptr(p->storm_state, "storm") ? CTL_COLOR_RED : CTL_COLOR_YELLOW;
 
-        print_label("Storms:");
-        printf("%s%s%s", calm ? "" : ctl_color(color), p->storm_state ?: "unknown", calm ? "" : ctl_color(CTL_COLOR_NORMAL));
+        print_label(out, "Storms:");
+        ctl_printf(out, "%s%s%s", calm ? "" : ctl_color(color), p->storm_state ?: "unknown", calm ? "" : ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0, shown = 0; i < p->storms->len; i++) {
                 const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
 
                 if (streq(s->phase, "calm"))
                         continue;
                 if (shown++ == 0)
-                        printf(" %s %s %s", ctl_glyph(CTL_GLYPH_DASH), s->kind, s->phase);
+                        ctl_printf(out, " %s %s %s", ctl_glyph(CTL_GLYPH_DASH), s->kind, s->phase);
                 else
-                        printf(", %s %s", s->kind, s->phase);
+                        ctl_printf(out, ", %s %s", s->kind, s->phase);
         }
-        printf(" (action: %s)\n", p->storm_action ?: "unknown");
+        ctl_printf(out, " (action: %s)\n", p->storm_action ?: "unknown");
 }
 
-static void print_override(const CtlProperties *p) {
+static void print_override(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) values = g_string_new(NULL);
 
         if (p->override->len == 0)
@@ -176,18 +180,18 @@ static void print_override(const CtlProperties *p) {
 
                 g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
         }
-        print_label("Override:");
+        print_label(out, "Override:");
         if (p->override_expires_at > 0) {
                 g_autofree char *when = ctl_format_timestamp(p->override_expires_at);
 
-                printf("%s until %s\n", values->str, when);
+                ctl_printf(out, "%s until %s\n", values->str, when);
         } else
-                printf("%s until cleared\n", values->str);
+                ctl_printf(out, "%s until cleared\n", values->str);
 }
 
 /* What a unit that started before its policy still holds: a THP change affects new allocations
  * only, so that is what a restart would give back. */
-static void print_needs_restart(const CtlProperties *p, GArray *usage) {
+static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *usage) {
         static const char label[] = "Restart needed: ";
 
         for (guint i = 0; i < p->needs_restart->len; i++) {
@@ -195,33 +199,33 @@ static void print_needs_restart(const CtlProperties *p, GArray *usage) {
                 const CtlUnitUsage *u = ctl_unit_usage_find(usage, pair->key);
                 uint64_t held = u ? ctl_unit_usage_total(u) : UINT64_MAX;
 
-                printf("  %-*s%s%s%s", (int) strlen(label), i == 0 ? label : "", ctl_color(CTL_COLOR_YELLOW), pair->key,
-                       ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "  %-*s%s%s%s", (int) strlen(label), i == 0 ? label : "", ctl_color(CTL_COLOR_YELLOW), pair->key,
+                           ctl_color(CTL_COLOR_NORMAL));
                 if (held == UINT64_MAX)
-                        printf(" (%s applied after it started)\n", pair->value);
+                        ctl_printf(out, " (%s applied after it started)\n", pair->value);
                 else if (held == 0)
-                        printf(" (%s applied after it started; it holds no THP from before)\n", pair->value);
+                        ctl_printf(out, " (%s applied after it started; it holds no THP from before)\n", pair->value);
                 else {
                         g_autofree char *size = ctl_format_bytes(held);
 
-                        printf(" holds %s in THP from before %s\n", size, pair->value);
+                        ctl_printf(out, " holds %s in THP from before %s\n", size, pair->value);
                 }
         }
 }
 
 /* Services of Scope=service policies: THP taken away from their processes only. */
-static void print_isolated(const CtlProperties *p) {
+static void print_isolated(CtlOutput *out, const CtlProperties *p) {
         static const char label[] = "Isolated: ";
 
         for (guint i = 0; i < p->isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
                 bool bad = streq(iso->state, "not-isolated");
 
-                printf("  %-*s%s THP %s for its processes only (%s, Scope=service): %s%s%s\n", (int) strlen(label),
-                       i == 0 ? label : "", iso->unit, iso->thp, iso->policy, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
-                       iso->state, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "  %-*s%s THP %s for its processes only (%s, Scope=service): %s%s%s\n", (int) strlen(label),
+                           i == 0 ? label : "", iso->unit, iso->thp, iso->policy, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
+                           iso->state, ctl_color(CTL_COLOR_NORMAL));
                 if (iso->note[0])
-                        printf("  %-*s  %s\n", (int) strlen(label), "", iso->note);
+                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "", iso->note);
         }
 }
 
@@ -239,34 +243,34 @@ static char *problems_summary(const CtlProperties *p) {
         return g_strdup_printf("; policy files: %u warning%s", warnings, warnings == 1 ? "" : "s");
 }
 
-static void print_problems(const CtlProperties *p) {
+static void print_problems(CtlOutput *out, const CtlProperties *p) {
         if (p->diagnostics->len == 0)
                 return;
-        printf("\n  Problems:\n");
-        ctl_print_diagnostics(stdout, p->diagnostics, "    ");
+        ctl_printf(out, "\n  Problems:\n");
+        ctl_print_diagnostics(out, p->diagnostics, "    ");
 }
 
-static void print_status(const CtlProperties *p, GArray *usage) {
+static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) {
         g_autofree char *problems = problems_summary(p);
 
-        printf("%s%s%s thpd %s %s %s%s\n", ctl_color(overall_color(p)), ctl_glyph(CTL_GLYPH_BULLET),
-               ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)", ctl_glyph(CTL_GLYPH_DASH), p->status ?: "",
-               problems);
-        print_policies(p);
-        print_usage(usage);
-        print_knobs(p);
-        print_pools(p);
-        print_storms(p);
-        print_override(p);
-        print_isolated(p);
-        print_needs_restart(p, usage);
-        print_problems(p);
+        ctl_printf(out, "%s%s%s thpd %s %s %s%s\n", ctl_color(overall_color(p)), ctl_glyph(CTL_GLYPH_BULLET),
+                   ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)", ctl_glyph(CTL_GLYPH_DASH), p->status ?: "",
+                   problems);
+        print_policies(out, p);
+        print_usage(out, usage);
+        print_knobs(out, p);
+        print_pools(out, p);
+        print_storms(out, p);
+        print_override(out, p);
+        print_isolated(out, p);
+        print_needs_restart(out, p, usage);
+        print_problems(out, p);
 }
 
 /* Reads every property once and prints it: as JSON (only the named properties; NULL for all)
  * with --json, otherwise through print_text. With usage (status), also what GetUnitUsage says. */
-static int print_properties(const CtlOptions *o, char *const *names, bool usage,
-                            void (*print_text)(const CtlProperties *p, char *const *names, GArray *usage)) {
+static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *names, bool usage,
+                            void (*print_text)(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(ctl_unit_usage_call_clear) CtlUsageCall usage_call = {};
         g_autoptr(GArray) unit_usage = NULL;
@@ -280,7 +284,7 @@ static int print_properties(const CtlOptions *o, char *const *names, bool usage,
         if (usage) {
                 r = ctl_unit_usage_call(bus, &usage_call);
                 if (r < 0)
-                        log_warning("Cannot ask how much THP the units hold: %s", strerror(-r));
+                        log_warning_errno(r, "Cannot ask how much THP the units hold: %m");
                 usage_sent = r >= 0;
         }
         r = ctl_get_properties(o, bus, &p);
@@ -290,29 +294,28 @@ static int print_properties(const CtlOptions *o, char *const *names, bool usage,
                 ctl_unit_usage_finish(bus, &usage_call, &unit_usage);
 
         if (o->json) {
-                Json j;
+                g_autoptr(JsonBuilder) b = json_builder_new();
 
-                json_init(&j);
-                json_begin_object(&j, NULL);
-                ctl_properties_json_members(&p, names, &j);
+                ctl_json_begin_object(b, NULL);
+                ctl_properties_json_members(&p, names, b);
                 if (usage)
-                        ctl_unit_usage_to_json(unit_usage, &j);
-                json_end_object(&j);
-                r = json_print(&j);
+                        ctl_unit_usage_to_json(unit_usage, b);
+                ctl_json_end_object(b);
+                r = ctl_json_print(b, out->f);
         } else {
-                print_text(&p, names, unit_usage);
-                r = fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+                print_text(out, &p, names, unit_usage);
+                r = ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
         }
         ctl_properties_clear(&p);
         return r;
 }
 
-static void print_status_text(const CtlProperties *p, char *const *names, GArray *usage) {
-        print_status(p, usage);
+static void print_status_text(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {
+        print_status(out, p, usage);
 }
 
-int verb_status(const CtlOptions *o, int argc, char *argv[]) {
-        return print_properties(o, NULL, true, print_status_text);
+int verb_status(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
+        return print_properties(o, out, NULL, true, print_status_text);
 }
 
 /* ---- show ---- */
@@ -320,43 +323,43 @@ int verb_status(const CtlOptions *o, int argc, char *argv[]) {
 /* --value: only what follows "Key=". */
 static bool value_only;
 
-static void kv(const char *value, const char *key_format, ...) _printf_(2, 3);
-static void kv(const char *value, const char *key_format, ...) {
+static void kv(CtlOutput *out, const char *value, const char *key_format, ...) _printf_(3, 4);
+static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
         va_list ap;
 
         if (!value_only) {
                 va_start(ap, key_format);
-                vprintf(key_format, ap);
+                ctl_vprintf(out, key_format, ap);
                 va_end(ap);
-                printf("=");
+                ctl_printf(out, "=");
         }
-        printf("%s\n", value ?: "");
+        ctl_printf(out, "%s\n", value ?: "");
 }
 
-static void show_knobs(const CtlProperties *p) {
+static void show_knobs(CtlOutput *out, const CtlProperties *p) {
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
 
-                kv(k->applied, "Knobs.%s.Applied", k->name);
-                kv(k->target, "Knobs.%s.Target", k->name);
-                kv(k->baseline, "Knobs.%s.Baseline", k->name);
-                kv(k->source, "Knobs.%s.Source", k->name);
-                kv(k->policy, "Knobs.%s.Policy", k->name);
-                kv(k->unit, "Knobs.%s.Unit", k->name);
+                kv(out, k->applied, "Knobs.%s.Applied", k->name);
+                kv(out, k->target, "Knobs.%s.Target", k->name);
+                kv(out, k->baseline, "Knobs.%s.Baseline", k->name);
+                kv(out, k->source, "Knobs.%s.Source", k->name);
+                kv(out, k->policy, "Knobs.%s.Policy", k->name);
+                kv(out, k->unit, "Knobs.%s.Unit", k->name);
         }
 }
 
-static void show_active_policies(const CtlProperties *p) {
+static void show_active_policies(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) names = g_string_new(NULL);
 
         for (guint i = 0; i < p->active_policies->len; i++)
                 g_string_append_printf(names, "%s%s", i > 0 ? " " : "", g_array_index(p->active_policies, CtlActivePolicy, i).name);
-        kv(names->str, "ActivePolicies");
+        kv(out, names->str, "ActivePolicies");
         for (guint i = 0; i < p->active_policies->len; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
                 g_autofree char *units = g_strjoinv(" ", a->units);
 
-                kv(units, "ActivePolicies.%s.Units", a->name);
+                kv(out, units, "ActivePolicies.%s.Units", a->name);
         }
 }
 
@@ -366,14 +369,14 @@ static char *pool_id(const CtlPool *pool) {
         return g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
 }
 
-static void show_number(uint64_t value, const char *key) {
+static void show_number(CtlOutput *out, uint64_t value, const char *key) {
         char buf[24];
 
         snprintf(buf, sizeof buf, "%" PRIu64, value);
-        kv(buf, "%s", key);
+        kv(out, buf, "%s", key);
 }
 
-static void show_pools(const CtlProperties *p) {
+static void show_pools(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) ids = g_string_new(NULL);
 
         for (guint i = 0; i < p->pools->len; i++) {
@@ -381,7 +384,7 @@ static void show_pools(const CtlProperties *p) {
 
                 g_string_append_printf(ids, "%s%s", i > 0 ? " " : "", id);
         }
-        kv(ids->str, "HugeTLBPools");
+        kv(out, ids->str, "HugeTLBPools");
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
                 g_autofree char *id = pool_id(pool);
@@ -392,42 +395,42 @@ static void show_pools(const CtlProperties *p) {
                 for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
                         g_autofree char *key = g_strdup_printf("HugeTLBPools.%s.%s", id, fields[f]);
 
-                        show_number(values[f], key);
+                        show_number(out, values[f], key);
                 }
-                kv(pool->shortfall, "HugeTLBPools.%s.Shortfall", id);
+                kv(out, pool->shortfall, "HugeTLBPools.%s.Shortfall", id);
         }
 }
 
-static void show_needs_restart(const CtlProperties *p) {
+static void show_needs_restart(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) units = g_string_new(NULL);
 
         for (guint i = 0; i < p->needs_restart->len; i++)
                 g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->needs_restart, CtlPair, i).key);
-        kv(units->str, "NeedsRestart");
+        kv(out, units->str, "NeedsRestart");
         for (guint i = 0; i < p->needs_restart->len; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
 
-                kv(pair->value, "NeedsRestart.%s.Policy", pair->key);
+                kv(out, pair->value, "NeedsRestart.%s.Policy", pair->key);
         }
 }
 
-static void show_isolated(const CtlProperties *p) {
+static void show_isolated(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) units = g_string_new(NULL);
 
         for (guint i = 0; i < p->isolated->len; i++)
                 g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->isolated, CtlIsolation, i).unit);
-        kv(units->str, "IsolatedServices");
+        kv(out, units->str, "IsolatedServices");
         for (guint i = 0; i < p->isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
 
-                kv(iso->policy, "IsolatedServices.%s.Policy", iso->unit);
-                kv(iso->thp, "IsolatedServices.%s.THP", iso->unit);
-                kv(iso->state, "IsolatedServices.%s.State", iso->unit);
-                kv(iso->note, "IsolatedServices.%s.Note", iso->unit);
+                kv(out, iso->policy, "IsolatedServices.%s.Policy", iso->unit);
+                kv(out, iso->thp, "IsolatedServices.%s.THP", iso->unit);
+                kv(out, iso->state, "IsolatedServices.%s.State", iso->unit);
+                kv(out, iso->note, "IsolatedServices.%s.Note", iso->unit);
         }
 }
 
-static void show_override(const CtlProperties *p) {
+static void show_override(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) values = g_string_new(NULL);
 
         for (guint i = 0; i < p->override->len; i++) {
@@ -435,75 +438,75 @@ static void show_override(const CtlProperties *p) {
 
                 g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
         }
-        kv(values->str, "Override");
+        kv(out, values->str, "Override");
 }
 
-static void show_storms(const CtlProperties *p) {
+static void show_storms(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) kinds = g_string_new(NULL);
 
         for (guint i = 0; i < p->storms->len; i++)
                 g_string_append_printf(kinds, "%s%s", i > 0 ? " " : "", g_array_index(p->storms, CtlStorm, i).kind);
-        kv(kinds->str, "Storms");
+        kv(out, kinds->str, "Storms");
         for (guint i = 0; i < p->storms->len; i++) {
                 const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
 
-                kv(s->phase, "Storms.%s.Phase", s->kind);
+                kv(out, s->phase, "Storms.%s.Phase", s->kind);
                 for (guint f = 0; f < s->figures->len; f++) {
                         const CtlFigure *fig = &g_array_index(s->figures, CtlFigure, f);
                         char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
-                        kv(g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value), "Storms.%s.%s", s->kind, fig->name);
+                        kv(out, g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value), "Storms.%s.%s", s->kind, fig->name);
                 }
         }
 }
 
 /* One line per problem, FILE:LINE: severity: message; an empty one when there is none. */
-static void show_diagnostics(const CtlProperties *p) {
+static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
         if (p->diagnostics->len == 0)
-                kv("", "PolicyDiagnostics");
+                kv(out, "", "PolicyDiagnostics");
         for (guint i = 0; i < p->diagnostics->len; i++) {
                 g_autofree char *text = ctl_diagnostic_format(&g_array_index(p->diagnostics, CtlDiagnostic, i));
 
-                kv(text, "PolicyDiagnostics");
+                kv(out, text, "PolicyDiagnostics");
         }
 }
 
-static void show_property(const CtlProperties *p, const char *name) {
+static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
         if (streq(name, "Version"))
-                kv(p->version, "%s", name);
+                kv(out, p->version, "%s", name);
         else if (streq(name, "Status"))
-                kv(p->status, "%s", name);
+                kv(out, p->status, "%s", name);
         else if (streq(name, "Knobs"))
-                show_knobs(p);
+                show_knobs(out, p);
         else if (streq(name, "ActivePolicies"))
-                show_active_policies(p);
+                show_active_policies(out, p);
         else if (streq(name, "HugeTLBPools"))
-                show_pools(p);
+                show_pools(out, p);
         else if (streq(name, "NeedsRestart"))
-                show_needs_restart(p);
+                show_needs_restart(out, p);
         else if (streq(name, "IsolatedServices"))
-                show_isolated(p);
+                show_isolated(out, p);
         else if (streq(name, "Override"))
-                show_override(p);
+                show_override(out, p);
         else if (streq(name, "OverrideExpiresAt"))
-                show_number(p->override_expires_at, name);
+                show_number(out, p->override_expires_at, name);
         else if (streq(name, "StormState"))
-                kv(p->storm_state, "%s", name);
+                kv(out, p->storm_state, "%s", name);
         else if (streq(name, "StormAction"))
-                kv(p->storm_action, "%s", name);
+                kv(out, p->storm_action, "%s", name);
         else if (streq(name, "Storms"))
-                show_storms(p);
+                show_storms(out, p);
         else if (streq(name, "PolicyDiagnostics"))
-                show_diagnostics(p);
+                show_diagnostics(out, p);
 }
 
-static void show_properties(const CtlProperties *p, char *const *names, GArray *usage) {
+static void show_properties(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {
         for (size_t i = 0; names[i]; i++)
-                show_property(p, names[i]);
+                show_property(out, p, names[i]);
 }
 
 /* PROPERTY arguments and -p/--property= name the same thing; either or both may be given. */
-int verb_show(const CtlOptions *o, int argc, char *argv[]) {
+int verb_show(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
 
         for (int i = 0; i < argc; i++)
@@ -528,5 +531,5 @@ int verb_show(const CtlOptions *o, int argc, char *argv[]) {
         g_ptr_array_add(names, NULL);
 
         value_only = o->value;
-        return print_properties(o, (char *const *) names->pdata, false, show_properties);
+        return print_properties(o, out, (char *const *) names->pdata, false, show_properties);
 }

@@ -2,6 +2,8 @@
 #include <inttypes.h>
 
 #include "ctl-bus.h"
+#include "ctl-json.h"
+#include "ctl-usage.h"
 #include "log.h"
 #include "usage-read.h"
 #include "util.h"
@@ -71,12 +73,12 @@ static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
                 g_array_append_val(processes, p);
         }
         if (r < 0) {
-                log_debug("%s: cannot read its processes: %s", u->unit, strerror(-r));
+                log_debug_errno(r, "%s: cannot read its processes: %m", u->unit);
                 return;
         }
         r = usage_read_unit("/sys/fs/cgroup", "/proc", (UsageProcess *) processes->data, processes->len, &usage);
         if (r < 0) {
-                log_debug("%s: cannot tell how much THP it holds: %s", u->unit, strerror(-r));
+                log_debug_errno(r, "%s: cannot tell how much THP it holds: %m", u->unit);
                 return;
         }
         u->anon_thp_bytes = usage.anon_thp_bytes;
@@ -122,7 +124,7 @@ void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
                         r = sd_bus_wait(bus, UINT64_MAX);
         }
         if (r < 0) {
-                log_warning("Cannot read how much THP the units hold: %s", strerror(-r));
+                log_warning_errno(r, "Cannot read how much THP the units hold: %m");
                 return;
         }
         error = sd_bus_message_get_error(c->reply);
@@ -137,7 +139,7 @@ void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
         g_array_set_clear_func(usage, unit_usage_clear);
         r = read_usage(c->reply, usage);
         if (r < 0) {
-                log_warning("Cannot read thpd's answer about THP usage: %s", strerror(-r));
+                log_warning_errno(r, "Cannot read thpd's answer about THP usage: %m");
                 return;
         }
         for (guint i = 0; i < usage->len; i++) {
@@ -167,44 +169,30 @@ uint64_t ctl_unit_usage_total(const CtlUnitUsage *u) {
         return u->anon_thp_bytes + MIN(u->shmem_thp_bytes, UINT64_MAX - 1 - u->anon_thp_bytes);
 }
 
-static void json_bytes(Json *j, const char *key, uint64_t value) {
+static void json_bytes(JsonBuilder *b, const char *key, uint64_t value) {
         if (value == UINT64_MAX)
-                json_null(j, key);
+                ctl_json_null(b, key);
         else
-                json_uint(j, key, value);
+                ctl_json_uint(b, key, value);
 }
 
-void ctl_unit_usage_to_json(GArray *usage, Json *j) {
+void ctl_unit_usage_to_json(GArray *usage, JsonBuilder *b) {
         if (!usage) {
-                json_null(j, "unit_usage");
+                ctl_json_null(b, "unit_usage");
                 return;
         }
-        json_begin_array(j, "unit_usage");
+        ctl_json_begin_array(b, "unit_usage");
         for (guint i = 0; i < usage->len; i++) {
                 const CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
 
-                json_begin_object(j, NULL);
-                json_string(j, "unit", u->unit);
-                json_string(j, "policy", u->policy);
-                json_bytes(j, "anon_thp_bytes", u->anon_thp_bytes);
-                json_bytes(j, "shmem_thp_bytes", u->shmem_thp_bytes);
-                json_string(j, "source", u->source[0] ? u->source : NULL);
-                json_string(j, "read_by", !u->source[0] ? NULL : u->read_by_ctl ? "thpd-ctl" : "thpd");
-                json_end_object(j);
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "unit", u->unit);
+                ctl_json_string(b, "policy", u->policy);
+                json_bytes(b, "anon_thp_bytes", u->anon_thp_bytes);
+                json_bytes(b, "shmem_thp_bytes", u->shmem_thp_bytes);
+                ctl_json_string(b, "source", u->source[0] ? u->source : NULL);
+                ctl_json_string(b, "read_by", !u->source[0] ? NULL : u->read_by_ctl ? "thpd-ctl" : "thpd");
+                ctl_json_end_object(b);
         }
-        json_end_array(j);
-}
-
-char *ctl_format_bytes(uint64_t bytes) {
-        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-        double value = (double) bytes;
-        size_t i = 0;
-
-        while (value >= 1024 && i + 1 < ELEMENTSOF(units)) {
-                value /= 1024;
-                i++;
-        }
-        if (i == 0)
-                return g_strdup_printf("%" PRIu64 " B", bytes);
-        return value < 10 ? g_strdup_printf("%.1f %s", value, units[i]) : g_strdup_printf("%.0f %s", value, units[i]);
+        ctl_json_end_array(b);
 }

@@ -2,7 +2,8 @@
 #include <glib.h>
 #include <limits.h>
 
-#include "ctl-bus.h"
+#include "ctl-json.h"
+#include "ctl-properties.h"
 #include "ctl.h"
 #include "diagnostics.h"
 #include "log.h"
@@ -105,30 +106,30 @@ static int verify_dirs(const char *const *dirs, Diagnostics *diag, GArray *check
         return 0;
 }
 
-static void print_text(const char *const *dirs, bool with_dirs, GArray *checked, const Diagnostics *diag) {
+static void print_text(CtlOutput *out, const char *const *dirs, bool with_dirs, GArray *checked, const Diagnostics *diag) {
         if (with_dirs && checked->len == 0) {
-                printf("No policy files in:");
+                ctl_printf(out, "No policy files in:");
                 for (size_t i = 0; dirs[i]; i++)
                         if (!listed_before(dirs, i))
-                                printf(" %s", dirs[i]);
-                printf("\n");
+                                ctl_printf(out, " %s", dirs[i]);
+                ctl_printf(out, "\n");
         }
         for (guint i = 0; with_dirs && i < checked->len; i++) {
                 const Checked *c = &g_array_index(checked, Checked, i);
 
                 if (c->masked_by)
-                        printf("%s: masked by %s\n", c->policy, c->masked_by);
+                        ctl_printf(out, "%s: masked by %s\n", c->policy, c->masked_by);
                 else
-                        printf("%s: %s\n", c->policy, c->path);
+                        ctl_printf(out, "%s: %s\n", c->policy, c->path);
                 for (guint j = 0; j < c->shadowed->len; j++)
-                        printf("        %s %s\n", c->masked_by ? "masks" : "overrides",
-                               (const char *) g_ptr_array_index(c->shadowed, j));
+                        ctl_printf(out, "        %s %s\n", c->masked_by ? "masks" : "overrides",
+                                   (const char *) g_ptr_array_index(c->shadowed, j));
         }
-        fflush(stdout);
+        (void) ctl_output_flush(out);
         diagnostics_print(diag, stderr);
 }
 
-static void diagnostic_to_json(Json *j, const Diagnostic *d) {
+static void diagnostic_to_json(JsonBuilder *b, const Diagnostic *d) {
         CtlDiagnostic c = {
                 .file = d->file,
                 .line = d->line,
@@ -136,7 +137,7 @@ static void diagnostic_to_json(Json *j, const Diagnostic *d) {
                 .message = d->message,
         };
 
-        json_diagnostic(j, &c, false);
+        ctl_diagnostic_to_json(b, &c, false);
 }
 
 /* A diagnostic belongs to the entry of the file it names, or, for verify without FILE, to the
@@ -152,51 +153,50 @@ static bool belongs_to(const Diagnostic *d, const Checked *c, bool by_name) {
         return streq(base, c->policy);
 }
 
-static int print_json(GArray *checked, bool by_name, const Diagnostics *diag) {
+static int print_json(CtlOutput *out, GArray *checked, bool by_name, const Diagnostics *diag) {
         g_autofree bool *attached = g_new0(bool, diag->items->len + 1);
-        Json j;
+        g_autoptr(JsonBuilder) b = json_builder_new();
 
-        json_init(&j);
-        json_begin_object(&j, NULL);
-        json_begin_array(&j, "policies");
+        ctl_json_begin_object(b, NULL);
+        ctl_json_begin_array(b, "policies");
         for (guint i = 0; i < checked->len; i++) {
                 const Checked *c = &g_array_index(checked, Checked, i);
 
-                json_begin_object(&j, NULL);
-                json_string(&j, "policy", c->policy);
-                json_string(&j, "state", c->masked_by ? "masked" : c->valid ? "valid" : "invalid");
-                json_string(&j, "path", c->path);
-                json_string(&j, "masked_by", c->masked_by);
-                json_begin_array(&j, "overrides");
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "policy", c->policy);
+                ctl_json_string(b, "state", c->masked_by ? "masked" : c->valid ? "valid" : "invalid");
+                ctl_json_string(b, "path", c->path);
+                ctl_json_string(b, "masked_by", c->masked_by);
+                ctl_json_begin_array(b, "overrides");
                 for (guint k = 0; k < c->shadowed->len; k++)
-                        json_string(&j, NULL, g_ptr_array_index(c->shadowed, k));
-                json_end_array(&j);
-                json_begin_array(&j, "diagnostics");
+                        ctl_json_string(b, NULL, g_ptr_array_index(c->shadowed, k));
+                ctl_json_end_array(b);
+                ctl_json_begin_array(b, "diagnostics");
                 for (guint k = 0; k < diag->items->len; k++) {
                         const Diagnostic *d = g_ptr_array_index(diag->items, k);
 
                         if (!belongs_to(d, c, by_name))
                                 continue;
-                        diagnostic_to_json(&j, d);
+                        diagnostic_to_json(b, d);
                         attached[k] = true;
                 }
-                json_end_array(&j);
-                json_end_object(&j);
+                ctl_json_end_array(b);
+                ctl_json_end_object(b);
         }
-        json_end_array(&j);
+        ctl_json_end_array(b);
         /* What belongs to no policy: a directory's problems, or an ignored file. */
-        json_begin_array(&j, "diagnostics");
+        ctl_json_begin_array(b, "diagnostics");
         for (guint k = 0; k < diag->items->len; k++)
                 if (!attached[k])
-                        diagnostic_to_json(&j, g_ptr_array_index(diag->items, k));
-        json_end_array(&j);
-        json_uint(&j, "errors", diag->n_errors);
-        json_uint(&j, "warnings", diag->n_warnings);
-        json_end_object(&j);
-        return json_print(&j);
+                        diagnostic_to_json(b, g_ptr_array_index(diag->items, k));
+        ctl_json_end_array(b);
+        ctl_json_uint(b, "errors", diag->n_errors);
+        ctl_json_uint(b, "warnings", diag->n_warnings);
+        ctl_json_end_object(b);
+        return ctl_json_print(b, out->f);
 }
 
-int verb_verify(const CtlOptions *o, int argc, char *argv[]) {
+int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         const char *const *dirs = search_dirs(o);
         g_autoptr(GArray) checked = g_array_new(FALSE, TRUE, sizeof(Checked));
         Diagnostics diag;
@@ -209,7 +209,7 @@ int verb_verify(const CtlOptions *o, int argc, char *argv[]) {
                 r = verify_dirs(dirs, &diag, checked);
                 if (r < 0) {
                         diagnostics_clear(&diag);
-                        log_error("Cannot enumerate the policy directories: %s", g_strerror(-r));
+                        log_error_errno(r, "Cannot enumerate the policy directories: %m");
                         return CTL_EXIT_FAILURE;
                 }
         } else
@@ -218,9 +218,9 @@ int verb_verify(const CtlOptions *o, int argc, char *argv[]) {
                         verify_file(dirs, argv[i], &diag, checked);
 
         if (o->json)
-                r = print_json(checked, argc == 0, &diag);
+                r = print_json(out, checked, argc == 0, &diag);
         else {
-                print_text(dirs, argc == 0, checked, &diag);
+                print_text(out, dirs, argc == 0, checked, &diag);
                 r = CTL_EXIT_OK;
         }
         if (r == CTL_EXIT_OK && diag.n_errors > 0)

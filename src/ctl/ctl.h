@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctl-terminal.h"
 #include "util.h"
 
 /* thpd-ctl: thpd-ctl.c parses the global options and dispatches to a verb; each verb lives in its
@@ -51,8 +52,9 @@ typedef enum CtlVerbFlags {
         CTL_VERB_CUT_LINES = 1 << 0, /* a table or summary: lines are cut at the terminal width */
 } CtlVerbFlags;
 
-/* argv holds the verb's arguments only (not the verb); returns a CtlExit code. */
-typedef int (*CtlVerbFunction)(const CtlOptions *o, int argc, char *argv[]);
+/* argv holds the verb's arguments only (not the verb); the verb's text goes to out. Returns a
+ * CtlExit code. */
+typedef int (*CtlVerbFunction)(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
 
 #define CTL_ARGS_ANY UINT_MAX
 
@@ -69,15 +71,15 @@ typedef struct CtlVerb {
 /* Logs a usage error and returns CTL_EXIT_USAGE; the message ends with where to read more. */
 int ctl_usage_error(const char *format, ...) _printf_(1, 2);
 
-int verb_verify(const CtlOptions *o, int argc, char *argv[]);
-int verb_status(const CtlOptions *o, int argc, char *argv[]);
-int verb_show(const CtlOptions *o, int argc, char *argv[]);
-int verb_list(const CtlOptions *o, int argc, char *argv[]);
-int verb_cat(const CtlOptions *o, int argc, char *argv[]);
-int verb_explain(const CtlOptions *o, int argc, char *argv[]);
-int verb_reload(const CtlOptions *o, int argc, char *argv[]);
-int verb_override(const CtlOptions *o, int argc, char *argv[]);
-int verb_monitor(const CtlOptions *o, int argc, char *argv[]);
-int verb_await(const CtlOptions *o, int argc, char *argv[]);
-int verb_metrics(const CtlOptions *o, int argc, char *argv[]);
-int verb_help(const CtlOptions *o, int argc, char *argv[]);
+int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_status(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_show(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_list(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_cat(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_reload(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_override(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_monitor(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_await(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_metrics(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);
+int verb_help(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]);

@@ -38,40 +38,40 @@ static const CtlVerb verbs[] = {
           "Show this help", 0, 0 },
 };
 
-static void help(void) {
-        printf("thpd-ctl [OPTIONS...] COMMAND ...\n\n"
-               "Query and control thpd, the Transparent Huge Pages policy daemon.\n\n"
-               "Commands:\n");
+static void help(FILE *f) {
+        fprintf(f, "thpd-ctl [OPTIONS...] COMMAND ...\n\n"
+                "Query and control thpd, the Transparent Huge Pages policy daemon.\n\n"
+                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                printf("  %-8s %-16s %s\n", verbs[i].name, verbs[i].usage, verbs[i].summary);
-        printf("\nOptions:\n"
-               "  -h --help            Show this help\n"
-               "     --version         Show the version\n"
-               "     --user            Talk to the thpd on the session bus (thpd --user)\n"
-               "     --json            Print JSON (status, show, list, explain, cat, verify,\n"
-               "                       monitor, await); the schema is in thpd-ctl(1)\n"
-               "     --no-legend       Omit the header and footer of list\n"
-               "  -l --full            Do not cut lines at the terminal width\n"
-               "     --no-pager        Accepted for habit's sake: thpd-ctl never pages\n"
-               "  -p --property=NAME   Show only these properties (show; repeatable, or NAME,NAME)\n"
-               "     --value           Print values only, without Key= (show)\n"
-               "     --for=DURATION    How long an override lasts (30s, 10min, 2h, 1d; at most 365d)\n"
-               "     --replace         Replace the whole override instead of adding to it\n"
-               "     --clear           Drop the override (override --clear)\n"
-               "     --timeout=DURATION  How long await waits (default 30s)\n"
-               "     --policy-dir=DIR  Search DIR instead of the default policy directories\n"
-               "                       (verify; repeatable, highest precedence first)\n"
-               "\nExit status, the same for every command:\n"
-               "  0  success\n"
-               "  1  failure: thpd or the kernel refused, a policy file is broken, a wait timed out\n"
-               "  2  bad usage: an unknown command, option, property or knob, or a bad value\n"
-               "  3  thpd is not running\n"
-               "\nSee thpd-ctl(1) for details.\n");
+                fprintf(f, "  %-8s %-16s %s\n", verbs[i].name, verbs[i].usage, verbs[i].summary);
+        fprintf(f, "\nOptions:\n"
+                "  -h --help            Show this help\n"
+                "     --version         Show the version\n"
+                "     --user            Talk to the thpd on the session bus (thpd --user)\n"
+                "     --json            Print JSON (status, show, list, explain, cat, verify,\n"
+                "                       monitor, await); the schema is in thpd-ctl(1)\n"
+                "     --no-legend       Omit the header and footer of list\n"
+                "  -l --full            Do not cut lines at the terminal width\n"
+                "     --no-pager        Accepted for habit's sake: thpd-ctl never pages\n"
+                "  -p --property=NAME   Show only these properties (show; repeatable, or NAME,NAME)\n"
+                "     --value           Print values only, without Key= (show)\n"
+                "     --for=DURATION    How long an override lasts (30s, 10min, 2h, 1d; at most 365d)\n"
+                "     --replace         Replace the whole override instead of adding to it\n"
+                "     --clear           Drop the override (override --clear)\n"
+                "     --timeout=DURATION  How long await waits (default 30s)\n"
+                "     --policy-dir=DIR  Search DIR instead of the default policy directories\n"
+                "                       (verify; repeatable, highest precedence first)\n"
+                "\nExit status, the same for every command:\n"
+                "  0  success\n"
+                "  1  failure: thpd or the kernel refused, a policy file is broken, a wait timed out\n"
+                "  2  bad usage: an unknown command, option, property or knob, or a bad value\n"
+                "  3  thpd is not running\n"
+                "\nSee thpd-ctl(1) for details.\n");
 }
 
-int verb_help(const CtlOptions *o, int argc, char *argv[]) {
-        help();
-        return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+int verb_help(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
+        help(out->f);
+        return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
 int ctl_usage_error(const char *format, ...) {
@@ -145,7 +145,7 @@ static ParseResult parse_argv(int argc, char *argv[], GPtrArray *policy_dirs, GP
         while ((c = getopt_long(argc, argv, "hlp:", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        help();
+                        help(stdout);
                         return PARSE_EXIT_OK;
                 case ARG_VERSION:
                         printf("thpd-ctl %s\n", THPD_VERSION);
@@ -234,7 +234,7 @@ static bool verb_takes_options(const CtlOptions *o, const CtlVerb *verb) {
 static int dispatch(const CtlOptions *o, int argc, char *argv[]) {
         const CtlVerb *verb = NULL;
         unsigned n_args;
-
+        CtlOutput out;
         int r;
 
         if (argc < 1)
@@ -261,10 +261,12 @@ static int dispatch(const CtlOptions *o, int argc, char *argv[]) {
                 return ctl_usage_error("Wrong number of arguments for '%s'; usage: thpd-ctl %s%s%s.", verb->name,
                                        verb->name, verb->usage[0] ? " " : "", verb->usage);
 
-        if ((verb->flags & CTL_VERB_CUT_LINES) && !o->full && !o->json)
-                ctl_cut_lines_begin();
-        r = verb->run(o, (int) n_args, argv + 1);
-        if (ctl_cut_lines_end() < 0 && r == CTL_EXIT_OK) {
+        /* A table or summary is cut at the terminal's width, as systemctl does; what scripts read
+         * (JSON, --full) never is. */
+        ctl_output_init(&out, stdout,
+                        (verb->flags & CTL_VERB_CUT_LINES) && !o->full && !o->json ? ctl_output_columns(stdout) : 0);
+        r = verb->run(o, &out, (int) n_args, argv + 1);
+        if (ctl_output_done(&out) < 0 && r == CTL_EXIT_OK) {
                 log_error("Cannot write the output.");
                 r = CTL_EXIT_FAILURE;
         }

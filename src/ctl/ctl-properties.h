@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <systemd/sd-bus.h>
+
+#include "ctl-terminal.h"
+#include "ctl.h"
+
+/* The daemon's properties, from GetAll: decoded, and mapped to JSON. */
+
+typedef struct CtlKnob {
+        char *name, *applied, *target, *baseline, *source, *policy, *unit;
+} CtlKnob;
+
+typedef struct CtlActivePolicy {
+        char *name;
+        char **units;
+} CtlActivePolicy;
+
+typedef struct CtlPool {
+        uint64_t page_size_kb;
+        int32_t node;
+        uint64_t target, allocated, free;
+        char *shortfall;
+} CtlPool;
+
+typedef struct CtlPair {
+        char *key, *value;
+} CtlPair;
+
+/* A running unit of a Scope=service policy (IsolatedServices). */
+typedef struct CtlIsolation {
+        char *unit, *policy, *thp, *state, *note;
+} CtlIsolation;
+
+typedef struct CtlFigure {
+        char *name;
+        double value;
+} CtlFigure;
+
+typedef struct CtlStorm {
+        char *kind, *phase;
+        GArray *figures; /* CtlFigure */
+} CtlStorm;
+
+/* A problem in a policy file, from the PolicyDiagnostics property. */
+typedef struct CtlDiagnostic {
+        char *policy;  /* "redis.conf", or NULL for a directory's problem */
+        char *file;
+        unsigned line; /* 0: the whole file */
+        char *severity; /* "error" or "warning" */
+        char *message;
+} CtlDiagnostic;
+
+typedef struct CtlProperties {
+        char *version, *status, *storm_state, *storm_action;
+        GArray *knobs;           /* CtlKnob */
+        GArray *active_policies; /* CtlActivePolicy */
+        GArray *pools;           /* CtlPool */
+        GArray *needs_restart;   /* CtlPair: unit, policy */
+        GArray *isolated;        /* CtlIsolation */
+        GArray *override;        /* CtlPair: knob, value */
+        uint64_t override_expires_at;
+        GArray *storms;          /* CtlStorm */
+        GArray *diagnostics;     /* CtlDiagnostic */
+} CtlProperties;
+
+/* The property names, in the order status and show print them. */
+extern const char *const ctl_property_names[];
+/* The JSON key of a property: "HugeTLBPools" -> "hugetlb_pools"; NULL for an unknown name. */
+const char *ctl_property_json_key(const char *name);
+
+/* "FILE:LINE: error: message", as verify and the daemon's log put it. */
+char *ctl_diagnostic_format(const CtlDiagnostic *d);
+/* Reads the PolicyDiagnostics property alone, for verbs that need nothing else. */
+int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret);
+/* Prints diagnostics to out, red or yellow by severity on a terminal; indent before each. */
+void ctl_print_diagnostics(CtlOutput *out, GArray *diagnostics, const char *indent);
+unsigned ctl_count_errors(GArray *diagnostics);
+
+/* GetAll on org.thpd1.Manager. Returns a CtlExit code; ret is set on success only. */
+int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
+void ctl_properties_clear(CtlProperties *p);
+
+/* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
+void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_policy);
+/* The properties as members of the JSON object being built (only those in names, if names is
+ * not NULL). */
+void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b);
