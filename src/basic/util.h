@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -37,6 +38,12 @@ static inline void fclosep(FILE **f) {
                 fclose(*f);
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 static inline bool streq_ptr(const char *a, const char *b) {
         if (!a || !b)

@@ -69,8 +69,8 @@ static bool error_means_not_running(const sd_bus_error *e) {
 
 /* thpd refused an argument the user typed: the command line is wrong, as with a local check. */
 static bool error_means_usage(const sd_bus_error *e) {
-        return sd_bus_error_has_names(e, "org.thpd1.Error.UnknownKnob", "org.thpd1.Error.InvalidValue",
-                                      "org.thpd1.Error.InvalidDuration", SD_BUS_ERROR_INVALID_ARGS);
+        return sd_bus_error_has_names(e, THPD_ERROR_UNKNOWN_KNOB, THPD_ERROR_INVALID_VALUE,
+                                      THPD_ERROR_INVALID_DURATION, SD_BUS_ERROR_INVALID_ARGS);
 }
 
 int ctl_log_bus_error(const CtlOptions *o, const sd_bus_error *error, int r, const char *what) {

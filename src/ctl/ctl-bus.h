@@ -5,13 +5,11 @@
 #include <systemd/sd-bus.h>
 
 #include "ctl.h"
+#include "thpd-bus.h"
 
 /* What the D-Bus verbs of thpd-ctl share: the connection, calls with errors turned into a
  * message and an exit code. */
 
-#define THPD_BUS_NAME "org.thpd1"
-#define THPD_BUS_PATH "/org/thpd1"
-#define THPD_BUS_INTERFACE "org.thpd1.Manager"
 
 #define CTL_DEFAULT_AWAIT_TIMEOUT_USEC (30 * UINT64_C(1000000))
 /* The longest override thpd accepts (org.thpd1.Error.InvalidDuration beyond). */

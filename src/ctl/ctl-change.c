@@ -47,13 +47,6 @@ static int clear_override(const CtlOptions *o, int argc) {
         return ctl_call(o, bus, "ClearOverride", 0, "clear the override", NULL, NULL);
 }
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Adds KNOB=VALUE to values, replacing an earlier value of the same knob. */
 static void set_value(GPtrArray *knobs, GPtrArray *values, const char *knob, const char *value) {
         for (guint i = 0; i < knobs->len; i++)
@@ -120,7 +113,7 @@ int verb_override(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
 
         if (!o->replace) {
                 CtlProperties p;
-                uint64_t now = now_realtime_usec();
+                uint64_t now = now_usec(CLOCK_REALTIME);
 
                 r = ctl_get_properties(o, bus, &p);
                 if (r != CTL_EXIT_OK)

@@ -38,10 +38,6 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static const char *or_null(const char *s) {
-        return s && s[0] ? s : NULL;
-}
-
 static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
         g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -63,8 +59,8 @@ static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
                         ctl_json_begin_object(b, NULL);
                         ctl_json_string(b, "value", v->value);
                         ctl_json_string(b, "source", v->source);
-                        ctl_json_string(b, "policy", or_null(v->policy));
-                        ctl_json_string(b, "unit", or_null(v->unit));
+                        ctl_json_string(b, "policy", empty_to_null(v->policy));
+                        ctl_json_string(b, "unit", empty_to_null(v->unit));
                         ctl_json_bool(b, "wins", v->wins);
                         ctl_json_end_object(b);
                 }
@@ -81,7 +77,7 @@ static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
                 ctl_json_string(b, "policy", iso->policy);
                 ctl_json_string(b, "thp", iso->thp);
                 ctl_json_string(b, "state", iso->state);
-                ctl_json_string(b, "note", or_null(iso->note));
+                ctl_json_string(b, "note", empty_to_null(iso->note));
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);

@@ -92,16 +92,12 @@ static bool about(const CtlDiagnostic *d, const PolicyRow *row) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static const char *or_null(const char *s) {
-        return s && s[0] ? s : NULL;
-}
-
 static void row_to_json(const PolicyRow *row, GArray *diagnostics, JsonBuilder *b) {
         ctl_json_string(b, "policy", row->name);
         ctl_json_string(b, "state", policy_state(row));
-        ctl_json_string(b, "path", or_null(row->path));
-        ctl_json_string(b, "masked_by", or_null(row->masked_by));
-        ctl_json_string(b, "description", or_null(row->description));
+        ctl_json_string(b, "path", empty_to_null(row->path));
+        ctl_json_string(b, "masked_by", empty_to_null(row->masked_by));
+        ctl_json_string(b, "description", empty_to_null(row->description));
         ctl_json_strv(b, "units", row->units);
         ctl_json_strv(b, "overrides", row->shadowed);
         ctl_json_begin_array(b, "diagnostics");

@@ -458,10 +458,6 @@ static bool wanted(char *const *names, const char *name) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static const char *or_null(const char *s) {
-        return s && s[0] ? s : NULL;
-}
-
 static void property_to_json(const CtlProperties *p, const char *name, JsonBuilder *b) {
         const char *key = ctl_property_json_key(name);
 
@@ -476,12 +472,12 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
 
                         ctl_json_begin_object(b, NULL);
                         ctl_json_string(b, "knob", k->name);
-                        ctl_json_string(b, "applied", or_null(k->applied));
-                        ctl_json_string(b, "target", or_null(k->target));
-                        ctl_json_string(b, "baseline", or_null(k->baseline));
-                        ctl_json_string(b, "source", or_null(k->source));
-                        ctl_json_string(b, "policy", or_null(k->policy));
-                        ctl_json_string(b, "unit", or_null(k->unit));
+                        ctl_json_string(b, "applied", empty_to_null(k->applied));
+                        ctl_json_string(b, "target", empty_to_null(k->target));
+                        ctl_json_string(b, "baseline", empty_to_null(k->baseline));
+                        ctl_json_string(b, "source", empty_to_null(k->source));
+                        ctl_json_string(b, "policy", empty_to_null(k->policy));
+                        ctl_json_string(b, "unit", empty_to_null(k->unit));
                         ctl_json_end_object(b);
                 }
                 ctl_json_end_array(b);
@@ -510,7 +506,7 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
                         ctl_json_uint(b, "target", pool->target);
                         ctl_json_uint(b, "allocated", pool->allocated);
                         ctl_json_uint(b, "free", pool->free);
-                        ctl_json_string(b, "shortfall", or_null(pool->shortfall));
+                        ctl_json_string(b, "shortfall", empty_to_null(pool->shortfall));
                         ctl_json_end_object(b);
                 }
                 ctl_json_end_array(b);
@@ -535,7 +531,7 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
                         ctl_json_string(b, "policy", iso->policy);
                         ctl_json_string(b, "thp", iso->thp);
                         ctl_json_string(b, "state", iso->state);
-                        ctl_json_string(b, "note", or_null(iso->note));
+                        ctl_json_string(b, "note", empty_to_null(iso->note));
                         ctl_json_end_object(b);
                 }
                 ctl_json_end_array(b);

@@ -79,13 +79,12 @@ int main(int argc, char *argv[]) {
          * lists a service whose main process is not isolated as needing a restart. */
         r = thp_disable(streq(mode, "madvise"));
         if (r < 0)
-                log_warning_errno(r, "thpd-exec: prctl(PR_SET_THP_DISABLE) failed, %s runs with THP: %s", argv[optind],
-                                  strerror(-r));
+                log_warning_errno(r, "thpd-exec: prctl(PR_SET_THP_DISABLE) failed, %s runs with THP: %m", argv[optind]);
 
         command = argv[optind];
         if (argv0)
                 argv[optind] = (char *) argv0;
         execvp(command, &argv[optind]);
-        log_error_errno(-errno, "thpd-exec: cannot execute %s: %s", command, strerror(errno));
+        log_error_errno(errno, "thpd-exec: cannot execute %s: %m", command);
         return EXIT_EXEC_FAILED;
 }

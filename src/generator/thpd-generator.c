@@ -111,7 +111,7 @@ static int write_dropin(const char *dir, const Policy *p, const char *unit, char
         if (r == -ERFKILL)
                 return 0;
         if (r < 0)
-                return log_warning_errno(r, "%s: cannot read the unit files of %s: %s", p->path, unit, g_strerror(-r));
+                return log_warning_errno(r, "%s: cannot read the unit files of %s: %m", p->path, unit);
 
         if (exec.exec_start->len == 0) {
                 log_warning("%s: cannot isolate %s: it has no ExecStart=", p->path, unit);
@@ -126,7 +126,7 @@ static int write_dropin(const char *dir, const Policy *p, const char *unit, char
         d = g_strdup_printf("%s/%s.d", dir, unit);
         path = g_build_filename(d, DROPIN_NAME, NULL);
         if (g_mkdir_with_parents(d, 0755) < 0)
-                return log_error_errno(-errno, "Cannot create %s: %s", d, g_strerror(errno));
+                return log_error_errno(errno, "Cannot create %s: %m", d);
         if (!g_file_set_contents(path, text, -1, &error))
                 return log_error_errno(-EIO, "Cannot write %s: %s", path, error->message);
         return 1;
@@ -147,7 +147,7 @@ static int run(const char *dir) {
         r = policy_dirs_load((const char *const *) policy_dirs, &diag, &policies);
         diagnostics_clear(&diag);
         if (r < 0)
-                return log_error_errno(r, "Cannot read the policy directories: %s", g_strerror(-r));
+                return log_error_errno(r, "Cannot read the policy directories: %m");
 
         unit_files = unit_files_list_services(unit_path);
         wanted = units_to_isolate(policies, unit_files);

@@ -46,11 +46,6 @@ static void policy_file_free_void(gpointer p) {
         policy_file_free(p);
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 /* Anyone who can write a policy can change kernel memory settings for the whole machine, so a
  * policy counts only if the trusted uid owns it and nobody else can write it. */
 static bool check_trusted(const char *path, const char *what, const struct stat *st, uid_t uid, DiagnosticLevel level,
@@ -114,7 +109,7 @@ static bool is_dev_null(const struct stat *st) {
 }
 
 static void enumerate_dir(const char *dir, uid_t uid, GHashTable *by_name, GPtrArray *files, Diagnostics *diag) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
         struct dirent *de;
         struct stat st;

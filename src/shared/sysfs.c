@@ -240,15 +240,10 @@ static gint compare_int(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_t *ret_n) {
         g_autofree char *path = NULL;
         g_autoptr(GArray) sizes = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         size_t n;
 
@@ -282,7 +277,7 @@ int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_
 int sysfs_list_pool_nodes(const char *sysfs_root, uint64_t page_size_kb, int **ret_nodes, size_t *ret_n) {
         g_autofree char *path = NULL, *leaf = NULL;
         g_autoptr(GArray) nodes = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         size_t n;
 
