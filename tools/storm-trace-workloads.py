@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
-FRAGMENT = TOP / 'tests' / 'integration' / 'thp_fragment.py'
+FRAGMENT = TOP / 'tests' / 'thpdtest' / 'thp_fragment.py'
 COMPACT_UNEVICTABLE = Path('/proc/sys/vm/compact_unevictable_allowed')
 # On a disk file system: page cache on tmpfs would be shmem, which without swap cannot be
 # reclaimed.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Outcome 1: THP faults on fragmented memory, defrag=madvise versus thpd's storm mitigation.
 
-    python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
+    PYTHONPATH=tests python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; plots need python3-matplotlib; takes the real-/sys lock. About
 75 s per run on the 2-vCPU, 24 GiB development VM, most of it fragmenting memory.)
@@ -46,10 +46,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outcomeslib as lib  # noqa: E402
+import outcomeslib as lib
+import thpdtest.thp_fragment
 
-FRAGMENTER = lib.TOP / 'tests' / 'integration' / 'thp_fragment.py'
+FRAGMENTER = Path(thpdtest.thp_fragment.__file__).resolve()
 FAULTER = lib.HERE / 'thp_faults.py'
 COMPACT_UNEVICTABLE = Path('/proc/sys/vm/compact_unevictable_allowed')
 UNIT = 'thp-faults.service'
