@@ -15,7 +15,7 @@ How to run (as root):
         --client build/bench/bench-api-client
 
 The set-up
-    A private systemd --user manager with its own session bus (tests/integration/thpdtest.Stack),
+    A private systemd --user manager with its own session bus (thpdtest.Stack, tests/thpdtest/),
     thpd --user at its default log level on a scratch sysfs tree, one policy with Enabled=never,
     Defrag=never and a 16-page hugetlb pool whose unit runs, so that every property has
     something in it (the status output has 20 lines).

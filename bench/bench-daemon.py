@@ -21,7 +21,7 @@ latency cycles, 1,000 resource cycles, 60 s idle. The machine should be otherwis
 small machine other work shows up directly in the latency percentiles (the load average is
 printed with the results).
 
-Set-up (tests/integration/thpdtest.py, imported unchanged)
+Set-up (the harness package tests/thpdtest/, imported unchanged)
     A private systemd --user manager with its own session bus (thpdtest.Stack), and thpd --user
     on a scratch sysfs tree at kernel defaults (enabled and defrag "madvise") with one policy,
     Units=thpd-bench.service, Enabled=never, Defrag=never. thpd-bench.service is a real unit

@@ -9,7 +9,7 @@ figures; 1 when a row could not run to the end; 77 ("skipped") where the stack c
     PYTHONPATH=tests /usr/bin/python3 -B bench/bench-scale.py --thpd build/src/daemon/thpd --rows 100x200,1000x50
 
 Each row (POLICIES x UNITS) gets a fresh private systemd --user manager and bus
-(tests/integration/thpdtest.Stack) and thpd --user on a scratch sysfs tree at kernel defaults.
+(thpdtest.Stack, tests/thpdtest/) and thpd --user on a scratch sysfs tree at kernel defaults.
 
 Policies
     POLICIES drop-ins: most name three units each (scale-NNNN.service, scale-NNNN-1.service,

@@ -16,7 +16,7 @@ How to run (as root, Debian's /usr/bin/python3):
         --cycles 200                                          # a smoke run
 
 Set-up
-    A private systemd --user manager with its own session bus (tests/integration/thpdtest.Stack)
+    A private systemd --user manager with its own session bus (thpdtest.Stack, tests/thpdtest/)
     and thpd --user on a scratch sysfs tree at kernel defaults. 50 unit files soak-00.service ..
     soak-49.service (ExecStart=sleep infinity) each with ExecStartPre=-thpd-ctl --user await %n,
     the start-order guarantee thpd ships for Redis: once "systemctl start" returns, the unit's

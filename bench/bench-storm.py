@@ -16,7 +16,7 @@ How to run (as root):
 The full run takes about 16 minutes: 10 for the false positives, 2 for the recorded storm
 replayed, the rest the latency and calm runs.
 
-Set-up (tests/integration/thpdtest.py and storm.py, imported unchanged)
+Set-up (the harness package tests/thpdtest/ and its storm module, imported unchanged)
     A private systemd --user manager with its own session bus (thpdtest.Stack), and each thpd
     --user on a fresh scratch sysfs tree (kernel defaults, no policy; Action=log). Signals are
     followed with thpd-ctl --user monitor --json, read by a thread here that stamps each line

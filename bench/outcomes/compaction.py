@@ -8,7 +8,7 @@
 75 s per run on the 2-vCPU, 24 GiB development VM, most of it fragmenting memory.)
 
 Each run:
-  1. fragments memory with tests/integration/thp_fragment.py, the recipe of the real-kernel
+  1. fragments memory with tests/thpdtest/thp_fragment.py, the recipe of the real-kernel
      storm test: anonymous memory up to MemAvailable - 6 GiB, an 8 GiB file in page cache on
      top, every other 4 KiB page freed, and what is left mlocked with
      vm.compact_unevictable_allowed=0, so direct compaction cannot move it and fails (the
