@@ -11,11 +11,11 @@ How to run (as root):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build --verbose api      # about 15 s
-    /usr/bin/python3 -B bench/bench-api.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-api.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
         --client build/bench/bench-api-client
 
 The set-up
-    A private systemd --user manager with its own session bus (tests/integration/thpdtest.Stack),
+    A private systemd --user manager with its own session bus (thpdtest.Stack, tests/thpdtest/),
     thpd --user at its default log level on a scratch sysfs tree, one policy with Enabled=never,
     Defrag=never and a 16-page hugetlb pool whose unit runs, so that every property has
     something in it (the status output has 20 lines).
@@ -48,8 +48,6 @@ import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-SOURCE_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
 
 import thpdtest  # noqa: E402
 

@@ -11,17 +11,17 @@ How to run (as root, with Debian's /usr/bin/python3, which has python3-gi):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build            # the full run, about two minutes
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd \\
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd \\
         --cycles 20 --resource-cycles 50 --idle-seconds 5       # a smoke run
-    /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd --memory-only  # phase 4 alone
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-daemon.py --thpd build/src/daemon/thpd --memory-only  # phase 4 alone
 
 Plain "meson test" does not run it. The defaults are the figures of the daemon issue: 200
 latency cycles, 1,000 resource cycles, 60 s idle. The machine should be otherwise quiet: on a
 small machine other work shows up directly in the latency percentiles (the load average is
 printed with the results).
 
-Set-up (tests/integration/thpdtest.py, imported unchanged)
+Set-up (the harness package tests/thpdtest/, imported unchanged)
     A private systemd --user manager with its own session bus (thpdtest.Stack), and thpd --user
     on a scratch sysfs tree at kernel defaults (enabled and defrag "madvise") with one policy,
     Units=thpd-bench.service, Enabled=never, Defrag=never. thpd-bench.service is a real unit
@@ -116,8 +116,6 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
-sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
 import smaps  # noqa: E402
 import thpdtest  # noqa: E402

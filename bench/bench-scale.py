@@ -6,10 +6,10 @@ A benchmark, not a test: it prints one table and exits 0 when every row ran, wha
 figures; 1 when a row could not run to the end; 77 ("skipped") where the stack cannot run.
 
     meson test --benchmark -C build --verbose scale
-    /usr/bin/python3 -B bench/bench-scale.py --thpd build/src/daemon/thpd --rows 100x200,1000x50
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-scale.py --thpd build/src/daemon/thpd --rows 100x200,1000x50
 
 Each row (POLICIES x UNITS) gets a fresh private systemd --user manager and bus
-(tests/integration/thpdtest.Stack) and thpd --user on a scratch sysfs tree at kernel defaults.
+(thpdtest.Stack, tests/thpdtest/) and thpd --user on a scratch sysfs tree at kernel defaults.
 
 Policies
     POLICIES drop-ins: most name three units each (scale-NNNN.service, scale-NNNN-1.service,
@@ -41,11 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'tests' / 'integration'))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import thpdtest  # noqa: E402
-from benchlib import percentile  # noqa: E402
+import thpdtest
+from benchlib import percentile
 
 SKIP = 77
 DEFAULT_ROWS = '100x200,1000x50,1000x200,3000x200'

@@ -12,11 +12,11 @@ than a running unit's policy, a wrong end state), and 77 ("skipped") where the s
 How to run (as root, Debian's /usr/bin/python3):
 
     meson test --benchmark -C build --verbose soak          # 5,000 cycles, a few minutes
-    /usr/bin/python3 -B bench/bench-soak.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-soak.py --thpd build/src/daemon/thpd --ctl build/src/ctl/thpd-ctl \\
         --cycles 200                                          # a smoke run
 
 Set-up
-    A private systemd --user manager with its own session bus (tests/integration/thpdtest.Stack)
+    A private systemd --user manager with its own session bus (thpdtest.Stack, tests/thpdtest/)
     and thpd --user on a scratch sysfs tree at kernel defaults. 50 unit files soak-00.service ..
     soak-49.service (ExecStart=sleep infinity) each with ExecStartPre=-thpd-ctl --user await %n,
     the start-order guarantee thpd ships for Redis: once "systemctl start" returns, the unit's
@@ -51,11 +51,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'tests' / 'integration'))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import thpdtest  # noqa: E402
-from benchlib import IN_CLOSE_WRITE, Inotify, cpu_ticks, render  # noqa: E402
+import thpdtest
+from benchlib import IN_CLOSE_WRITE, Inotify, cpu_ticks, render
 
 SKIP = 77
 UNITS = 50

@@ -10,22 +10,22 @@ How to run (as root):
 
     meson setup build && ninja -C build
     meson test --benchmark -C build --verbose            # runs bench-daemon.py and this
-    /usr/bin/python3 -B bench/bench-storm.py --thpd build/src/daemon/thpd --thpd-ctl build/src/ctl/thpd-ctl
-    /usr/bin/python3 -B bench/bench-storm.py ... --fp-minutes 1 --idle-seconds 10 --reps 1   # smoke run
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-storm.py --thpd build/src/daemon/thpd --thpd-ctl build/src/ctl/thpd-ctl
+    PYTHONPATH=tests /usr/bin/python3 -B bench/bench-storm.py ... --fp-minutes 1 --idle-seconds 10 --reps 1   # smoke run
 
 The full run takes about 16 minutes: 10 for the false positives, 2 for the recorded storm
 replayed, the rest the latency and calm runs.
 
-Set-up (tests/integration/thpdtest.py and test_storm.py, imported unchanged)
+Set-up (the harness package tests/thpdtest/ and its storm module, imported unchanged)
     A private systemd --user manager with its own session bus (thpdtest.Stack), and each thpd
     --user on a fresh scratch sysfs tree (kernel defaults, no policy; Action=log). Signals are
     followed with thpd-ctl --user monitor --json, read by a thread here that stamps each line
     on receipt (CLOCK_MONOTONIC).
 
 Phase 1, detection latency (scratch procfs)
-    test_storm.FakeKernel rewrites the scratch vmstat and pressure/memory every 20 ms. After a
+    storm.FakeKernel rewrites the scratch vmstat and pressure/memory every 20 ms. After a
     quiet spell of a random length (so the onset falls anywhere in the watcher's window), it
-    switches to test_storm.COMPACTION_STORM at t0: 40 compaction stalls/s, 95 % of them
+    switches to storm.COMPACTION_STORM at t0: 40 compaction stalls/s, 95 % of them
     failing, PSI memory "some" 30 %. Latency is the receipt of StormDetected minus t0, so it
     includes StormAfter=; the table gives it and the part beyond StormAfter=, which is what
     the target (under 3 s) is about. Two configurations:
@@ -88,11 +88,9 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(SOURCE_ROOT / 'tests' / 'integration'))
-sys.path.insert(0, str(SOURCE_ROOT / 'bench'))
 
-import test_storm  # noqa: E402
 import thpdtest  # noqa: E402
+from thpdtest import storm  # noqa: E402
 from benchlib import context_switches, cpu_ticks, percentile, render, switches_between  # noqa: E402
 
 SKIP = 77
@@ -176,14 +174,14 @@ def trace_wake(rows, onset):
 
 
 class TraceReplay:
-    """Plays a recorded trace into a scratch procfs at its own pace: like test_storm.FakeKernel,
+    """Plays a recorded trace into a scratch procfs at its own pace: like storm.FakeKernel,
     every 20 ms, with each counter interpolated between the trace's 1 s samples, and khugepaged
     and kcompactd0 as fake kernel threads with the trace's CPU times. start() writes the sample
     at trace time begin, and returns the CLOCK_MONOTONIC time that stands for it."""
 
     TICK = 0.02
-    THREADS = {test_storm.KHUGEPAGED_PID: ('khugepaged', 'khugepaged_cpu_usec'),
-               test_storm.KCOMPACTD_PID: ('kcompactd0', 'kcompactd_cpu_usec')}
+    THREADS = {storm.KHUGEPAGED_PID: ('khugepaged', 'khugepaged_cpu_usec'),
+               storm.KCOMPACTD_PID: ('kcompactd0', 'kcompactd_cpu_usec')}
 
     def __init__(self, procfs, rows, begin):
         self.procfs = Path(procfs)
@@ -222,19 +220,19 @@ class TraceReplay:
         v = self._at(t)
         vmstat = [f'{name} {int(v[name])}\n' for name in thpdtest.VMSTAT_COUNTERS if name in v]
         vmstat.append(f'allocstall_normal {int(v["allocstall"])}\n')
-        test_storm.FakeKernel._replace(self.procfs / 'vmstat', ''.join(vmstat))
-        test_storm.FakeKernel._replace(self.procfs / 'pressure' / 'memory',
+        storm.FakeKernel._replace(self.procfs / 'vmstat', ''.join(vmstat))
+        storm.FakeKernel._replace(self.procfs / 'pressure' / 'memory',
                                        f'some avg10=0.00 avg60=0.00 avg300=0.00 total={int(v["psi_memory_some_usec"])}\n'
                                        f'full avg10=0.00 avg60=0.00 avg300=0.00 total={int(v["psi_memory_full_usec"])}\n')
         for pid, (comm, column) in self.THREADS.items():
             directory = self.procfs / str(pid)
             directory.mkdir(exist_ok=True)
-            ticks = int(v[column] * test_storm.CLK_TCK / 1e6)
-            test_storm.FakeKernel._replace(
+            ticks = int(v[column] * storm.CLK_TCK / 1e6)
+            storm.FakeKernel._replace(
                 directory / 'stat',
-                f'{pid} ({comm}) S 2 0 0 0 -1 {test_storm.KTHREAD_FLAGS} 0 0 0 0 0 {ticks} 0 0 20 0 1 0 27 0 0 '
+                f'{pid} ({comm}) S 2 0 0 0 -1 {storm.KTHREAD_FLAGS} 0 0 0 0 0 {ticks} 0 0 20 0 1 0 27 0 0 '
                 '18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 1 0 0 0\n')
-            test_storm.FakeKernel._replace(directory / 'comm', f'{comm}\n')
+            storm.FakeKernel._replace(directory / 'comm', f'{comm}\n')
 
 
 class Run:
@@ -275,12 +273,12 @@ class Bench:
         self.stack.start()
 
     def start_thpd(self, settings, real_procfs=False, log_level='info', play=None):
-        """play: procfs -> a started fake kernel for the scratch procfs (test_storm.FakeKernel
+        """play: procfs -> a started fake kernel for the scratch procfs (storm.FakeKernel
         by default)."""
         self.runs += 1
         d = self.dir / f'run-{self.runs}'
         kernel = thpdtest.ScratchKernel(d / 'kernel')
-        fake = None if real_procfs else (play or (lambda procfs: test_storm.FakeKernel(procfs).start()))(kernel.procfs)
+        fake = None if real_procfs else (play or (lambda procfs: storm.FakeKernel(procfs).start()))(kernel.procfs)
         (d / 'policy.d').mkdir()
         config = d / 'thpd.conf'
         config.write_text('[Storm]\n' + ''.join(f'{k}={v}\n' for k, v in settings.items()))
@@ -290,7 +288,7 @@ class Bench:
         daemon = thpdtest.Thpd(argv, self.stack.env, d / 'thpd.log', d / 'notify')
         try:
             daemon.wait_ready()
-            monitor = test_storm.SignalMonitor(self.stack.env, str(self.args.thpd_ctl))
+            monitor = storm.SignalMonitor(self.stack.env, str(self.args.thpd_ctl))
         except BaseException:
             daemon.close()
             if fake:
@@ -338,7 +336,7 @@ class Bench:
                 run = self.start_thpd(settings)
                 try:
                     time.sleep(1.0 + random.uniform(0, window))
-                    onset = run.fake.set_shape(test_storm.COMPACTION_STORM)
+                    onset = run.fake.set_shape(storm.COMPACTION_STORM)
                     event = run.monitor.wait_for('StormDetected', timeout=storm_after + 3 * window + 15)
                     if event['kind'] != 'direct-compaction':
                         raise BenchError(f'StormDetected for {event["kind"]}, expected direct-compaction')
@@ -376,8 +374,8 @@ class Bench:
                     w.kill()
                 w.wait()
             detected = run.monitor.named('StormDetected')
-            state = self.stack.run('busctl', '--user', 'get-property', test_storm.BUS_NAME, test_storm.BUS_PATH,
-                                   test_storm.INTERFACE, 'StormState').stdout.split()[-1].strip('"')
+            state = self.stack.run('busctl', '--user', 'get-property', storm.BUS_NAME, storm.BUS_PATH,
+                                   storm.INTERFACE, 'StormState').stdout.split()[-1].strip('"')
             log = run.daemon.log()
         finally:
             run.close()

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Writes the seed corpus of fuzz-bus (tests/fuzz/fuzz-bus/): one well-formed call of every
+"""Writes the seed corpus of fuzz-bus (fuzz/fuzz-bus/): one well-formed call of every
 method, in the input layout fuzz/fuzz-bus.c describes. Run from the source root."""
 
 import struct
@@ -48,10 +48,10 @@ class Body:
 def seed(name, method, signature='', body=b'', uid=0, leave=False, sender=0, flags=0):
     data = bytes([METHODS.index(method), flags, uid, (sender << 1) | int(leave), len(signature)])
     data += signature.encode() + bytes(body)
-    Path('tests/fuzz/fuzz-bus', name).write_bytes(data)
+    Path('fuzz/fuzz-bus', name).write_bytes(data)
 
 
-Path('tests/fuzz/fuzz-bus').mkdir(parents=True, exist_ok=True)
+Path('fuzz/fuzz-bus').mkdir(parents=True, exist_ok=True)
 seed('list-policies', 'ListPolicies')
 seed('explain-all', 'Explain', 's', Body().s('').b)
 seed('explain-enabled', 'Explain', 's', Body().s('enabled').b)

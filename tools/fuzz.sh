@@ -4,10 +4,10 @@
 # SECONDS (default 20), as many at once as there are cores (FUZZ_JOBS= sets it).
 # Usage: tools/fuzz.sh [SECONDS] [fuzz-NAME...]
 #
-# Each target starts from its seed corpus and regression inputs in tests/fuzz/<target>/ (read
+# Each target starts from its seed corpus and regression inputs in fuzz/<target>/ (read
 # only) and keeps what it finds in build-fuzz/corpus/<target>/, so a later run goes on from
 # there. A crash, leak, timeout or sanitizer report fails the run; its input is left in
-# build-fuzz/artifacts/. Fix the bug, then add that input to tests/fuzz/<target>/ as a
+# build-fuzz/artifacts/. Fix the bug, then add that input to fuzz/<target>/ as a
 # regression input ("meson test -C build-fuzz --suite fuzz" replays every one of them).
 # Prints one line per target: executions, executions per second, and libFuzzer's coverage
 # (cov: edges, ft: features) at the end; the same table is kept in build-fuzz/fuzz-summary.txt.
@@ -52,7 +52,7 @@ printf '%-14s %8s %12s %10s %8s %8s %8s  %s\n' target seconds execs 'execs/s' co
 # fuzz_one TARGET: one libFuzzer run; its exit status in $build/logs/TARGET.status.
 fuzz_one() {
         local t=$1
-        local exe="$build/fuzz/$t" seeds="tests/fuzz/$t" corpus="$build/corpus/$t" dict="fuzz/$t.dict"
+        local exe="$build/fuzz/$t" seeds="fuzz/$t" corpus="$build/corpus/$t" dict="fuzz/$t.dict"
         mkdir -p "$corpus"
         local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
                     -artifact_prefix="$build/artifacts/$t-")

@@ -10,7 +10,7 @@ COMMAND gets THPD_TRACE_START, the CLOCK_MONOTONIC time of t_ms 0, in its enviro
 trim keeps the samples from --from to --to seconds (the header is kept, t_ms starts over at 0),
 which is how the traces in tests/data/storm/ were cut to their interesting minutes.
 
-The format (tests/test-storm-classify.c reads it): lines starting with '#' are comments (this
+The format (tests/unit/test-storm-classify.c reads it): lines starting with '#' are comments (this
 header says how, where and when the trace was recorded); the first other line names the
 columns; then one line per sample, space-separated unsigned integers:
   t_ms                       milliseconds since the first sample (CLOCK_MONOTONIC)

@@ -30,4 +30,6 @@ if [ -d /run/systemd/system ]; then
 fi
 
 echo "systemd is not PID 1 here: following a private systemd --user manager instead."
+# tools/try-thpd.py imports the integration tests' harness, tests/thpdtest/.
+export PYTHONPATH=$PWD/tests${PYTHONPATH:+:$PYTHONPATH}
 exec /usr/bin/python3 -B tools/try-thpd.py build/src/daemon/thpd "${args[@]}"

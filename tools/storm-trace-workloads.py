@@ -14,7 +14,7 @@ KIND is one of:
            with as much short-lived garbage beside it, and drops half of it every 30 s; the
            heap shrinks after GCs (-XX:G1PeriodicGCInterval, MaxHeapFreeRatio) and grows
            again, faulting huge pages
-  storm    the storm of tests/integration/test_storm_real_kernel.py, without thpd: memory
+  storm    the storm of tests/real-kernel/test_storm_real_kernel.py, without thpd: memory
            fragmented and mlocked by thp_fragment.py with vm.compact_unevictable_allowed=0
            (restored at the end), then a 2 s burst of MADV_HUGEPAGE faults, then 40 s of them
            (the test's pace: 32 MiB every 0.2 s, at most 4 GiB), then calm
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
-FRAGMENT = TOP / 'tests' / 'integration' / 'thp_fragment.py'
+FRAGMENT = TOP / 'tests' / 'thpdtest' / 'thp_fragment.py'
 COMPACT_UNEVICTABLE = Path('/proc/sys/vm/compact_unevictable_allowed')
 # On a disk file system: page cache on tmpfs would be shmem, which without swap cannot be
 # reclaimed.

@@ -121,7 +121,7 @@ valgrind_layer() {
         local vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
                   --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes)
         local passed=0 failed=0 t
-        for t in build-test/tests/test-*; do
+        for t in build-test/tests/unit/test-*; do
                 [ -f "$t" ] && [ -x "$t" ] || continue
                 # test-sysfs needs Check's fork per test: it unshares mounts and drops privileges.
                 [ "$(basename "$t")" = test-sysfs ] && continue

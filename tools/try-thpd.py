@@ -5,17 +5,17 @@
 thpd follows a systemd manager. Without one on the system bus, this starts a private
 systemd --user manager with its own session bus (the integration tests' Stack) and runs
 thpd --user against it and this machine's real /sys, printing how to start units for it.
-Ctrl-C stops thpd (which restores the baseline) and then the private manager."""
+Ctrl-C stops thpd (which restores the baseline) and then the private manager.
+
+tools/run.sh runs it; by hand, from the top of the tree (the harness is tests/thpdtest/):
+    PYTHONPATH=tests /usr/bin/python3 -B tools/try-thpd.py build/src/daemon/thpd [THPD OPTION...]"""
 
 import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
-top = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(top / 'tests' / 'integration'))
-import thpdtest  # noqa: E402
+import thpdtest
 
 
 def main():

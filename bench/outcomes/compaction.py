@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Outcome 1: THP faults on fragmented memory, defrag=madvise versus thpd's storm mitigation.
 
-    python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
+    PYTHONPATH=tests python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; plots need python3-matplotlib; takes the real-/sys lock. About
 75 s per run on the 2-vCPU, 24 GiB development VM, most of it fragmenting memory.)
 
 Each run:
-  1. fragments memory with tests/integration/thp_fragment.py, the recipe of the real-kernel
+  1. fragments memory with tests/thpdtest/thp_fragment.py, the recipe of the real-kernel
      storm test: anonymous memory up to MemAvailable - 6 GiB, an 8 GiB file in page cache on
      top, every other 4 KiB page freed, and what is left mlocked with
      vm.compact_unevictable_allowed=0, so direct compaction cannot move it and fails (the
@@ -46,10 +46,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outcomeslib as lib  # noqa: E402
+import outcomeslib as lib
+import thpdtest.thp_fragment
 
-FRAGMENTER = lib.TOP / 'tests' / 'integration' / 'thp_fragment.py'
+FRAGMENTER = Path(thpdtest.thp_fragment.__file__).resolve()
 FAULTER = lib.HERE / 'thp_faults.py'
 COMPACT_UNEVICTABLE = Path('/proc/sys/vm/compact_unevictable_allowed')
 UNIT = 'thp-faults.service'

@@ -45,9 +45,8 @@ if os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON) and os.ac
 
 HERE = Path(__file__).resolve().parent
 TOP = HERE.parents[1]
-sys.path.insert(0, str(TOP / 'tests' / 'integration'))
 import thpdtest  # noqa: E402
-from thp_fragment import meminfo  # noqa: E402,F401  (lib.meminfo for the scenarios)
+from thpdtest.thp_fragment import meminfo  # noqa: E402,F401  (lib.meminfo for the scenarios)
 
 THP = Path('/sys/kernel/mm/transparent_hugepage')
 HUGEPAGES = Path('/sys/kernel/mm/hugepages')

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Outcome 3: PostgreSQL 15 with and without the shipped policy's hugetlb pool grown by thpd.
 
-    python3 bench/outcomes/postgresql.py [--runs N] [--quick] [--plot-only]
+    PYTHONPATH=tests python3 bench/outcomes/postgresql.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; needs Debian's postgresql-15 (its binaries in
 /usr/lib/postgresql/15/bin, pgbench among them; no cluster or service of its own is used)
@@ -44,8 +44,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outcomeslib as lib  # noqa: E402
+import outcomeslib as lib
 
 PGBIN = Path('/usr/lib/postgresql/15/bin')
 UNITS = {'nopool': 'pg-nopool.service', 'thpd': 'postgresql@15-bench.service'}

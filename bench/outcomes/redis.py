@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Outcome 2: Redis under THP "always" versus under thpd's shipped redis.conf.
 
-    python3 bench/outcomes/redis.py [--runs N] [--quick] [--plot-only]
+    PYTHONPATH=tests python3 bench/outcomes/redis.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; needs Debian's redis-server (apt-get install redis-server; its own
 service need not run) and python3-matplotlib for the plot; takes the real-/sys lock. About
@@ -44,8 +44,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outcomeslib as lib  # noqa: E402
+import outcomeslib as lib
 
 REDIS = '/usr/bin/redis-server'
 PORT = 16379

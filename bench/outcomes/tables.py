@@ -3,16 +3,14 @@
 """Prints the Markdown tables of docs/outcomes.md from docs/outcomes/*.csv (or --dir):
 medians with [min–max] over the runs.
 
-    python3 bench/outcomes/tables.py [--dir DIR]
+    PYTHONPATH=tests python3 bench/outcomes/tables.py [--dir DIR]
 """
 
 import argparse
 import csv
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outcomeslib as lib  # noqa: E402
+import outcomeslib as lib
 
 
 def load(path):

@@ -8,7 +8,8 @@ and thpd-ctl show only the message). The interface XML in data/ is compared with
 running daemon introspects as.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_api.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_api.py -v
 """
 
 import json

@@ -12,7 +12,8 @@ The shipped drop-in for redis-server.service is tested the same way on a unit fi
 systemd expands its %n.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_await.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_await.py -v
 """
 
 import json

@@ -11,7 +11,8 @@ stand-in polkit on the same bus: authorized, refused, challenged, the interactiv
 slow answer that must not hold up the daemon.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_bus_policy.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_bus_policy.py -v
 """
 
 import json

@@ -12,7 +12,8 @@
 - Every read verb's --json output validates against data/thpd-ctl.schema.json.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_ctl.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_ctl.py -v
 """
 
 import json

@@ -3,7 +3,8 @@
 
 Every scenario runs a fresh daemon on a fresh scratch sysfs (kernel defaults: enabled and defrag
 "madvise") and asserts on the files it writes. HarnessTest checks the harness itself and needs
-no daemon. Run as root: THPD_BIN=build/src/daemon/thpd /usr/bin/python3 -B test_daemon.py -v
+no daemon. Run as root: PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd
+    /usr/bin/python3 -B tests/integration/test_daemon.py -v
 """
 
 import json

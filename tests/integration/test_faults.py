@@ -12,7 +12,8 @@ RSS did not grow beyond a small bound.
 
 thpd runs in a private mount namespace of its own (unshare), so a test can mount over one of its
 files (nsenter) without touching the host. Run as root:
-    THPD_BIN=build/src/daemon/thpd /usr/bin/python3 -B tests/integration/test_faults.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd
+        /usr/bin/python3 -B tests/integration/test_faults.py -v
 """
 
 import importlib.util

@@ -19,7 +19,8 @@ directory. What a fleet sees is asserted where it sees it:
   phase and counters.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_metrics.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_metrics.py -v
 """
 
 import os
@@ -35,10 +36,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_storm  # noqa: E402
-import thpdtest  # noqa: E402
-from thpdtest import ThpdTestCase, wait_until  # noqa: E402
+import test_storm
+import thpdtest
+from thpdtest import ThpdTestCase, wait_until
 
 NODE_EXPORTER = shutil.which('prometheus-node-exporter') or shutil.which('node_exporter')
 PROMTOOL = shutil.which('promtool')

@@ -7,14 +7,12 @@ A plain dbus-daemon stands in for a session without a user manager."""
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import thpdtest  # noqa: E402
-from thpdtest import ScratchKernel, Thpd, wait_until  # noqa: E402
+import thpdtest
+from thpdtest import ScratchKernel, Thpd, wait_until
 
 
 class NoManagerTest(unittest.TestCase):

@@ -14,8 +14,9 @@ reads it, and is off ([Storm] Watch=no), so that the host's memory pressure from
 workload cannot wake it in the idle check.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl THPD_GENERATOR_BIN=build/src/generator/thpd-generator \\
-    THPD_EXEC_BIN=build/src/generator/thpd-exec /usr/bin/python3 -B test_scope.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl \\
+    THPD_GENERATOR_BIN=build/src/generator/thpd-generator THPD_EXEC_BIN=build/src/generator/thpd-exec \\
+        /usr/bin/python3 -B tests/integration/test_scope.py -v
 """
 
 import json

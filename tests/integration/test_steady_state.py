@@ -5,7 +5,8 @@ garbage-collected, across daemon-reexec and daemon-reload, with its output gone 
 beside a second copy of itself, when the bus goes away; and what counts as a running unit for
 services that stay "active (exited)" (RemainAfterExit=yes).
 
-Run as root: THPD_BIN=build/src/daemon/thpd /usr/bin/python3 -B tests/integration/test_steady_state.py -v
+Run as root: PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd
+    /usr/bin/python3 -B tests/integration/test_steady_state.py -v
 """
 
 import json

@@ -10,7 +10,8 @@ thpd gets the real /proc for this (it then watches the host's PSI for storms, wh
 a scratch sysfs as everywhere: nothing is written to the real /sys.
 
 Run as root:
-    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_usage.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl
+        /usr/bin/python3 -B tests/integration/test_usage.py -v
 """
 
 import os

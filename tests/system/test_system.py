@@ -32,9 +32,7 @@ import time
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from container import (Container, HostKnobs, ensure_rootfs, knob_value, log,  # noqa: E402
-                       wait_until)
+from container import Container, HostKnobs, ensure_rootfs, knob_value, log, wait_until
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 WORKDIR = Path(os.environ.get('THPD_SYSTEM_DIR', SOURCE_ROOT / 'build-system')).resolve()

@@ -15,9 +15,8 @@ import sys
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import thpdtest  # noqa: E402
-from thpdtest import ThpdTestCase, wait_until  # noqa: E402
+import thpdtest
+from thpdtest import ThpdTestCase, wait_until
 
 SYSFS = Path('/sys')
 THP = SYSFS / 'kernel/mm/transparent_hugepage'

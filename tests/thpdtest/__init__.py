@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Integration-test harness: thpd against a real systemd manager, on a scratch kernel tree.
 
+A package in tests/thpdtest/, imported as "thpdtest" by the integration and real-kernel tests,
+bench/ and tools/try-thpd.py with tests/ on PYTHONPATH (meson's test and benchmark environments
+and tools/run.sh set it; by hand, PYTHONPATH=tests from the top of the tree). Beside this module:
+thpdtest.storm, the kernel's side of a scratch procfs for the storm tests (FakeKernel) and a
+reader of thpd's signals (SignalMonitor); thpdtest.thp_fragment, a program the real-kernel storm
+test and bench/outcomes run by path to fragment memory (its meminfo() is imported too).
+
 The pieces, usable on their own or through ThpdTestCase:
 
 Stack
@@ -46,7 +53,8 @@ Steady state
 
 Environment: THPD_BIN (the daemon; the class is skipped without it), THPD_CTL_BIN (thpd-ctl,
 for tests that use it). Run a file directly as root, e.g.
-    THPD_BIN=build/src/daemon/thpd /usr/bin/python3 -B tests/integration/test_daemon.py -v
+    PYTHONPATH=tests THPD_BIN=build/src/daemon/thpd
+        /usr/bin/python3 -B tests/integration/test_daemon.py -v
 or through "meson test --suite integration".
 """
 

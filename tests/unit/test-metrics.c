@@ -10,7 +10,7 @@
 #include "test-util.h"
 #include "util.h"
 
-/* With --print-sample, prints the exposition of sample_input() and exits: tests/meson.build
+/* With --print-sample, prints the exposition of sample_input() and exits: tests/checks/meson.build
  * feeds it to "promtool check metrics", which judges every family at once. */
 
 typedef struct Sample {

@@ -54,13 +54,13 @@ import time
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_real_kernel  # noqa: E402
-import test_storm  # noqa: E402
-import thpdtest  # noqa: E402
-from thpdtest import ThpdTestCase  # noqa: E402
+import test_real_kernel
+import thpdtest
+import thpdtest.thp_fragment
+from thpdtest import ThpdTestCase
+from thpdtest.storm import SignalMonitor
 
-HELPER = Path(__file__).resolve().parent / 'thp_fragment.py'
+HELPER = Path(thpdtest.thp_fragment.__file__).resolve()
 COMPACT_UNEVICTABLE = Path('/proc/sys/vm/compact_unevictable_allowed')
 PSI_MEMORY = Path('/proc/pressure/memory')
 # On a disk file system: page cache on tmpfs would be shmem, which without swap cannot be
@@ -266,7 +266,7 @@ class RealKernelStormTest(ThpdTestCase):
         self.wait_knobs(enabled='madvise', defrag='always')
         daemon.wait_log(r'Storm watcher waiting on a PSI trigger \(memory some 0\.2% of 2s\)')
         self.assertNotIn('No PSI trigger', daemon.log())
-        monitor = test_storm.SignalMonitor(self.stack.env, os.environ['THPD_CTL_BIN'])
+        monitor = SignalMonitor(self.stack.env, os.environ['THPD_CTL_BIN'])
         self.addCleanup(monitor.close)
 
         sampler = KernelSampler()
