@@ -58,6 +58,32 @@ static PolicyRuntime *policy_runtime(PlanState *s, const Policy *p) {
         return r;
 }
 
+static void hint_set(PlanState *s, Plan *plan, const char *unit, const char *policy) {
+        if (streq_ptr(g_hash_table_lookup(s->needs_restart, unit), policy))
+                return;
+        g_hash_table_insert(s->needs_restart, g_strdup(unit), g_strdup(policy));
+        plan->restart_hints_changed = true;
+}
+
+static void hint_clear(PlanState *s, Plan *plan, const char *unit) {
+        if (g_hash_table_remove(s->needs_restart, unit))
+                plan->restart_hints_changed = true;
+}
+
+/* Replaces the runtime's sorted unit list by "units" (borrowed names, sorted) if it differs. */
+static bool set_units(PolicyRuntime *rt, GPtrArray *units) {
+        bool same = rt->units->len == units->len;
+
+        for (guint i = 0; same && i < units->len; i++)
+                same = streq(g_ptr_array_index(rt->units, i), g_ptr_array_index(units, i));
+        if (same)
+                return false;
+        g_ptr_array_set_size(rt->units, 0);
+        for (guint i = 0; i < units->len; i++)
+                g_ptr_array_add(rt->units, g_strdup(g_ptr_array_index(units, i)));
+        return true;
+}
+
 /* A running unit of a service-scoped policy needs a restart while its process is not isolated.
  * A unit not checked since it started is asked about first; the answer queues another apply. */
 static void plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, const PlanUnit *u, Plan *plan) {
@@ -73,26 +99,28 @@ static void plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, c
                 return;
         }
         if (i->state == ISOLATION_NOT_ISOLATED)
-                g_hash_table_insert(s->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                hint_set(s, plan, u->name, p->name);
         else if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(s->needs_restart, u->name), p->name))
-                g_hash_table_remove(s->needs_restart, u->name);
+                hint_clear(s, plan, u->name);
 }
 
 /* Which policies the wanted units activate, and which stopped ones still hold their pool during
  * the grace period; restart hints for units that were running before their policy applied. */
 static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
+        g_autoptr(GPtrArray) units = g_ptr_array_new();
+
         for (size_t i = 0; i < in->n_candidates; i++) {
                 const PlanCandidate *c = &in->candidates[i];
                 const Policy *p = c->policy;
                 PolicyRuntime *rt = policy_runtime(s, p);
 
-                g_ptr_array_set_size(rt->units, 0);
+                g_ptr_array_set_size(units, 0);
                 for (size_t j = 0; j < c->n_units; j++) {
                         const PlanUnit *u = &c->units[j];
                         gpointer seen;
                         bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &seen);
 
-                        g_ptr_array_add(rt->units, g_strdup(u->name));
+                        g_ptr_array_add(units, (gpointer) u->name);
                         g_hash_table_insert(plan->wanted, (gpointer) u->name, GUINT_TO_POINTER(u->stops + 1));
                         /* Already running when it first counted: its memory was mapped before
                          * this policy applied. One that stopped since the last apply started
@@ -101,11 +129,14 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         if (p->scope == POLICY_SCOPE_SERVICE)
                                 plan_isolation(s, in, p, u, plan);
                         else if (!known && u->running)
-                                g_hash_table_insert(s->needs_restart, g_strdup(u->name), g_strdup(p->name));
+                                hint_set(s, plan, u->name, p->name);
                         else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
-                                g_hash_table_remove(s->needs_restart, u->name);
+                                hint_clear(s, plan, u->name);
                 }
-                g_ptr_array_sort(rt->units, compare_strings);
+                g_ptr_array_sort(units, compare_strings);
+                /* Active exactly while it has units: this also covers turning (in)active. */
+                if (set_units(rt, units))
+                        plan->runtime_changed = true;
 
                 if (rt->units->len > 0) {
                         ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
@@ -145,14 +176,24 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         const char *name;
         gpointer stops;
 
-        g_hash_table_remove_all(s->seen_wanted);
-        g_hash_table_iter_init(&iter, plan->wanted);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops))
-                g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
-        g_hash_table_iter_init(&iter, s->needs_restart);
+        g_hash_table_iter_init(&iter, s->seen_wanted);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                 if (!g_hash_table_contains(plan->wanted, name))
                         g_hash_table_iter_remove(&iter);
+        /* Updated in place: a burst of starts must not copy every running unit's name anew. */
+        g_hash_table_iter_init(&iter, plan->wanted);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops)) {
+                gpointer old;
+
+                if (!g_hash_table_lookup_extended(s->seen_wanted, name, NULL, &old) || old != stops)
+                        g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
+        }
+        g_hash_table_iter_init(&iter, s->needs_restart);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(plan->wanted, name)) {
+                        g_hash_table_iter_remove(&iter);
+                        plan->restart_hints_changed = true;
+                }
 }
 
 void plan_effective_baseline(const bool *present, const KnobValue *recorded, const KnobValue *pinned,

@@ -103,6 +103,10 @@ typedef struct Plan {
          * what the last instance recorded is kept. */
         GHashTable *wanted;
         uint64_t next_grace_usec; /* when the first pool grace period ends; 0: none */
+        /* What changed, so that publishing can skip what did not: a policy turned active or
+         * inactive or its units changed; a restart hint was added or dropped. */
+        bool runtime_changed;
+        bool restart_hints_changed;
         KnobValue baseline[_KNOB_MAX]; /* what "no vote" resolves to */
         Target target;
         KnobStep knobs[_KNOB_MAX];

@@ -109,24 +109,53 @@ static void array_unref(gpointer a) {
         g_ptr_array_unref(a);
 }
 
+/* The policies a unit's name matches (borrowed Policy*), looked up once per name until the
+ * policies are reloaded: globs are matched one by one, and every apply needs every wanted unit's
+ * policies. */
+static GPtrArray *unit_matches(Manager *m, const char *unit) {
+        GPtrArray *matched = g_hash_table_lookup(m->unit_matches, unit);
+
+        if (!matched) {
+                matched = g_ptr_array_new();
+                (void) policy_index_lookup(m->policy_index, unit, matched);
+                g_hash_table_insert(m->unit_matches, g_strdup(unit), matched);
+        }
+        return matched;
+}
+
+/* Units come and go (transient ones with new names each time): forget those no longer
+ * followed once they outnumber the followed ones. */
+static void prune_unit_matches(Manager *m, GHashTable *units) {
+        GHashTableIter iter;
+        const char *name;
+
+        if (g_hash_table_size(m->unit_matches) <= 2 * g_hash_table_size(units) + 64)
+                return;
+        g_hash_table_iter_init(&iter, m->unit_matches);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                if (!g_hash_table_contains(units, name))
+                        g_hash_table_iter_remove(&iter);
+}
+
 /* The policies an apply must look at, by position, in order: those of the wanted units (with
  * those units, as TrackedUnit*, in by_policy) and those that were active or held a pool at the
  * last apply. After a (re)load every policy, since a changed file may no longer match. */
 static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_policy) {
         GArray *positions = g_array_new(FALSE, FALSE, sizeof(guint));
-        g_autoptr(GPtrArray) matched = g_ptr_array_new();
         g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
         GHashTableIter iter;
         TrackedUnit *u;
         const Policy *p;
 
         if (units) {
+                prune_unit_matches(m, units);
                 g_hash_table_iter_init(&iter, units);
                 while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
+                        GPtrArray *matched;
+
                         if (!tracked_unit_is_wanted(u))
                                 continue;
-                        g_ptr_array_set_size(matched, 0);
-                        (void) policy_index_lookup(m->policy_index, u->name, matched);
+                        matched = unit_matches(m, u->name);
                         for (guint i = 0; i < matched->len; i++) {
                                 GPtrArray *list;
 
@@ -352,13 +381,16 @@ static void persist(Manager *m, bool baseline_changed) {
 
 /* ---- publish ---- */
 
-static void publish(Manager *m, const Plan *p, GArray *changes) {
+static void publish(Manager *m, const Plan *p, GArray *changes, bool reloaded) {
         ApplyReport report = {
                 .changes = (const KnobChange *) changes->data,
                 .n_changes = changes->len,
                 .isolation_checks = (const IsolationRequest *) p->isolation_checks->data,
                 .n_isolation_checks = p->isolation_checks->len,
                 .wanted = p->wanted,
+                /* A (re)load replaced the policies the properties list. */
+                .active_policies_changed = p->runtime_changed || reloaded,
+                .needs_restart_changed = p->restart_hints_changed || reloaded,
         };
 
         for (guint i = 0; i < m->listeners->len; i++) {
@@ -379,7 +411,7 @@ void manager_apply(Manager *m) {
         _cleanup_(observation_done) Observation o = {};
         _cleanup_(plan_done) Plan p = {};
         g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
-        bool baseline_changed;
+        bool baseline_changed, reloaded = m->apply_all_policies;
 
         g_array_set_clear_func(changes, knob_change_clear);
         observe(m, &o);
@@ -411,6 +443,6 @@ void manager_apply(Manager *m) {
         persist(m, baseline_changed);
         m->applied_once = true;
         m->apply_generation++;
-        publish(m, &p, changes);
+        publish(m, &p, changes, reloaded);
         schedule_trim(m);
 }

@@ -126,14 +126,14 @@ int property_get_knobs(sd_bus *bus, const char *path, const char *interface, con
 int property_get_active_policies(sd_bus *bus, const char *path, const char *interface, const char *property,
                                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        g_autoptr(GPtrArray) live = manager_live_policies(m);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sas)");
         if (r < 0)
                 return r;
-        /* m->policies, not the runtime table: that one remembers policies a reload removed. */
-        for (guint i = 0; i < m->policies->len; i++) {
-                const Policy *p = g_ptr_array_index(m->policies, i);
+        for (guint i = 0; i < live->len; i++) {
+                const Policy *p = g_ptr_array_index(live, i);
                 PolicyRuntime *rt = bus_policy_runtime(m, p->name);
 
                 if (!rt || !rt->active)

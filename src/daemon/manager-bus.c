@@ -134,15 +134,35 @@ static bool property_snapshot(Manager *m, sd_bus_property_get_t get,
         return len == SNAPSHOT_DIGEST_SIZE;
 }
 
-static void emit_changed_properties(Manager *m) {
+/* Whether the apply says the property may have changed, for those with one entry per active
+ * policy or unit, which are the costly ones to build; -1 for the others, which are always
+ * compared. A storm event (no report) changes neither. */
+static int report_says_changed(const ApplyReport *report, size_t property) {
+        switch (property) {
+        case TRACKED_ACTIVE_POLICIES:
+                return report && report->active_policies_changed;
+        case TRACKED_NEEDS_RESTART:
+                return report && report->needs_restart_changed;
+        default:
+                return -1;
+        }
+}
+
+static void emit_changed_properties(Manager *m, const ApplyReport *report) {
         BusData *d = m->bus_data;
         const char *changed[_TRACKED_MAX + 1];
         size_t n = 0;
         int r;
 
         for (size_t i = 0; i < _TRACKED_MAX; i++) {
+                int flagged = report_says_changed(report, i);
                 uint8_t now[SNAPSHOT_DIGEST_SIZE];
-                bool valid = property_snapshot(m, tracked_properties[i].get, now);
+                bool valid;
+
+                /* Not even built when the apply left it alone. */
+                if (flagged == 0 && d->announced_valid[i])
+                        continue;
+                valid = property_snapshot(m, tracked_properties[i].get, now);
 
                 if (valid && d->announced_valid[i] && memcmp(now, d->announced[i], sizeof now) == 0)
                         continue;
@@ -710,7 +730,7 @@ static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
                 return;
         if (report->n_changes > 0)
                 emit_applied(m, report->changes, report->n_changes);
-        emit_changed_properties(m);
+        emit_changed_properties(m, report);
         answer_awaiters(m);
 }
 
@@ -741,7 +761,7 @@ static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const S
         if (r < 0)
                 log_warning_errno(r, "Cannot send the storm signal: %m");
 
-        emit_changed_properties(m);
+        emit_changed_properties(m, NULL);
 }
 
 const ManagerListener manager_bus_listener = {

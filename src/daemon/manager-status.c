@@ -10,12 +10,16 @@ static void update_status(Manager *m) {
         g_autoptr(GString) s = g_string_new(NULL);
         unsigned n_active = 0;
         GHashTableIter iter;
-        PolicyRuntime *rt;
+        const Policy *p;
         char buf[24], buf2[24];
 
-        g_hash_table_iter_init(&iter, m->plan.policy_runtime);
-        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
-                n_active += rt->active;
+        /* The live set, not the runtime table: that one has an entry for every policy loaded. */
+        g_hash_table_iter_init(&iter, m->plan.live_policies);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
+                const PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
+
+                n_active += rt && rt->active;
+        }
 
         g_string_append_printf(s, "enabled=%s defrag=%s; %u active polic%s",
                                knob_value_to_string(KNOB_ENABLED, m->applied[KNOB_ENABLED], buf),

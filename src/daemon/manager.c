@@ -51,6 +51,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
         m->policy_index = policy_index_new(m->policies);
+        m->unit_matches = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
         m->apply_all_policies = true;
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
@@ -92,6 +93,8 @@ Manager *manager_free(Manager *m) {
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
         g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         policy_index_free(m->policy_index);
+        if (m->unit_matches)
+                g_hash_table_destroy(m->unit_matches);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
@@ -200,6 +203,7 @@ static void load_policies(Manager *m) {
         g_ptr_array_unref(m->policies);
         m->policies = TAKE_PTR(policies);
         m->policy_index = policy_index_new(m->policies);
+        g_hash_table_remove_all(m->unit_matches);
         g_ptr_array_unref(m->policy_files);
         m->policy_files = TAKE_PTR(files);
         plan_state_forget_policies(&m->plan, m->policies);
@@ -354,6 +358,26 @@ int manager_stop(Manager *m, int exit_code) {
 
 bool manager_knob_resolved(const Manager *m, Knob k) {
         return m->applied_once && m->target.source[k].kind != SOURCE_NONE;
+}
+
+static int compare_policy_positions(const void *a, const void *b, void *userdata) {
+        const PolicyIndex *index = userdata;
+        int x = policy_index_position(index, *(const Policy *const *) a);
+        int y = policy_index_position(index, *(const Policy *const *) b);
+
+        return x < y ? -1 : x > y;
+}
+
+GPtrArray *manager_live_policies(Manager *m) {
+        GPtrArray *live = g_ptr_array_sized_new(g_hash_table_size(m->plan.live_policies));
+        GHashTableIter iter;
+        gpointer p;
+
+        g_hash_table_iter_init(&iter, m->plan.live_policies);
+        while (g_hash_table_iter_next(&iter, &p, NULL))
+                g_ptr_array_add(live, p);
+        g_ptr_array_sort_with_data(live, compare_policy_positions, m->policy_index);
+        return live;
 }
 
 static unsigned phase_severity(StormPhase p) {

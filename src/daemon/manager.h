@@ -59,6 +59,7 @@ typedef struct Manager {
         Settings settings;
         GPtrArray *policies;           /* Policy*, lexical order */
         PolicyIndex *policy_index;     /* the policies by the unit names they match */
+        GHashTable *unit_matches;      /* unit name -> GPtrArray of the Policy* it matches */
         bool apply_all_policies;       /* set by a (re)load: the live set is gone */
         GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
         Diagnostics policy_diagnostics; /* what the last policy load found wrong (PolicyDiagnostics) */
@@ -111,6 +112,10 @@ typedef struct ApplyReport {
         const IsolationRequest *isolation_checks; /* units whose processes nobody checked yet */
         size_t n_isolation_checks;
         GHashTable *wanted;                       /* unit names wanted now; NULL before the unit list */
+        /* Whether ActivePolicies and NeedsRestart may have changed: with many units running,
+         * building them to compare costs more than the rest of an apply. */
+        bool active_policies_changed;
+        bool needs_restart_changed;
 } ApplyReport;
 
 /* Those who publish the manager's state. Every member may be NULL. Called in the order added. */
@@ -159,6 +164,9 @@ int manager_stop(Manager *m, int exit_code);
 bool manager_units_known(const Manager *m);
 /* Whether the Knobs property and the metrics show a target and source for the knob. */
 bool manager_knob_resolved(const Manager *m, Knob k);
+/* The policies active or holding a pool after a stop (borrowed Policy*), in policy order: with
+ * thousands of policies loaded, what the properties list. */
+GPtrArray *manager_live_policies(Manager *m);
 /* The most severe phase over the storm kinds; calm without a watcher. */
 StormPhase manager_storm_phase(const Manager *m);
 

@@ -364,6 +364,38 @@ START_TEST(test_mitigation) {
 }
 END_TEST
 
+/* What publishing may skip: nothing changed, nothing flagged. */
+START_TEST(test_change_flags) {
+        const Policy *p = add_policy("redis.conf", "never");
+        PlanUnit units[] = {
+                { .name = "redis-server.service", .running = true },
+                { .name = "redis-server@b.service" },
+        };
+
+        run_one(p, units, 1);
+        ck_assert(F.plan.runtime_changed);
+        ck_assert(F.plan.restart_hints_changed);
+
+        run_one(p, units, 1);
+        ck_assert(!F.plan.runtime_changed);
+        ck_assert(!F.plan.restart_hints_changed);
+
+        /* A second unit of an active policy changes its unit list, not the hints. */
+        run_one(p, units, 2);
+        ck_assert(F.plan.runtime_changed);
+        ck_assert(!F.plan.restart_hints_changed);
+
+        /* The running one restarted: its hint goes. */
+        units[0].stops = 1;
+        run_one(p, units, 2);
+        ck_assert(!F.plan.runtime_changed);
+        ck_assert(F.plan.restart_hints_changed);
+
+        run_one(p, NULL, 0);
+        ck_assert(F.plan.runtime_changed);
+}
+END_TEST
+
 static Suite *plan_suite(void) {
         Suite *s = suite_create("plan");
         TCase *tc = tcase_create("rules");
@@ -378,6 +410,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_isolation_checks);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
+        tcase_add_test(tc, test_change_flags);
         suite_add_tcase(s, tc);
         return s;
 }
