@@ -1,18 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <ini.h>
-#include <unistd.h>
 
 #include "policy.h"
 #include "util.h"
 
-/* Policy files are parsed by inih, but inih only reports the first bad line, counts a line
- * longer than its buffer as several lines and silently cuts a line short at a NUL byte. So inih
- * reads through policy_reader(), which hands it exactly one physical line per call (keeping its
- * line numbers equal to ours), and which classifies each line the way inih will, so that every
- * syntax error is reported at its own line. */
+/* The policy syntax is inih's (sections, Key=Value or Key:Value, ';' and '#' comments, inline
+ * ';' comments after whitespace, indented continuation lines), but the lexer is ours: inih
+ * reports only the first bad line, counts a line longer than its buffer as several lines and
+ * cuts a line short at a NUL byte, where every problem must be reported at its own FILE:LINE.
+ * The parser is fed bytes rather than handed a file, so that the core does no I/O, and so that
+ * whoever reads the file can stop as soon as the parser has given up on it. */
 
 #define HUGETLB_NODE_MAX 1023 /* the kernel's NODES_SHIFT is at most 10 */
 #define DEFAULT_PAGE_SIZE (UINT64_C(2) << 20)
@@ -24,17 +22,17 @@ static const char *const unit_types[] = {
         "mount", "path", "swap", "device", "automount",
 };
 
-typedef enum LineKind {
-        LINE_BLANK, /* blank, comment, or a bad line we replaced by a blank one */
-        LINE_SECTION,
-        LINE_KEY,
-        LINE_CONTINUATION,
-        LINE_BAD,
-} LineKind;
+/* The longest line, not counting the line break: the limit inih's 200-byte line buffer set,
+ * kept so that a file that loaded before still loads. */
+#define POLICY_LINE_MAX 197U
 
-/* What an indented continuation line (INI_ALLOW_MULTILINE) adds to. Only the two free-form keys
- * take continuations: a long Units= list can go on several lines that way, since inih's lines are
- * short. For every other key a continuation is an error, because "Enabled=never" followed by an
+#define COMMENT_PREFIXES ";#"
+#define INLINE_COMMENT_PREFIXES ";"
+#define UTF8_BOM "\xEF\xBB\xBF"
+
+/* What an indented continuation line adds to. Only the two free-form keys take continuations: a
+ * long Units= list can go on several lines that way, since a line is short (POLICY_LINE_MAX).
+ * For every other key a continuation is an error, because "Enabled=never" followed by an
  * indented "always" has no sensible meaning; and a key that was already reported (unknown key,
  * duplicate, outside a known section) swallows its continuations silently. Repeating a key on
  * a line of its own is always a duplicate-key error, Units= included. */
@@ -48,21 +46,25 @@ typedef enum ContinuationTarget {
 /* Errors reported for one file before the parser gives up on it. */
 #define POLICY_ERRORS_MAX 50U
 
-typedef struct Parser {
-        FILE *f;
-        const char *path;
+struct PolicyParser {
+        char *path;
         Diagnostics *diag;
+        Diagnostics local_diag; /* diag when the caller wants none */
         bool strict; /* POLICY_PARSE_STRICT */
 
-        /* Reader state */
+        /* The line being fed: its first bytes (one more than fit, to tell a line that is too
+         * long), its full length, and what marks it as binary. */
+        char buf[POLICY_LINE_MAX + 2];
+        size_t stored, len;
+        bool cr, binary;
+
         unsigned line;
         uint64_t n_bytes;
         bool stop;     /* binary data, a read error or too many errors: the rest is not read */
         unsigned errors_before; /* diag->n_errors when this file started */
 
-        /* Our mirror of inih's state, to classify lines as it does */
-        bool have_prev_key;
-        LineKind kind;
+        /* Lexer state */
+        bool have_prev_key; /* an indented line continues the last key */
         char *section;
         bool section_known;
 
@@ -78,7 +80,7 @@ typedef struct Parser {
         GPtrArray *units; /* char* */
         uint64_t size_bytes, pages, page_size_bytes, node;
         KnobValue knobs[_KNOB_MAX];
-} Parser;
+};
 
 Policy *policy_free(Policy *p) {
         if (!p)
@@ -91,13 +93,18 @@ Policy *policy_free(Policy *p) {
         return NULL;
 }
 
-static void parser_done(Parser *p) {
+PolicyParser *policy_parser_free(PolicyParser *p) {
+        if (!p)
+                return NULL;
+        g_free(p->path);
         g_free(p->section);
         g_free(p->continuation_key);
-        if (p->description)
-                g_string_free(p->description, true);
+        g_string_free(p->description, true);
         if (p->units)
                 g_ptr_array_unref(p->units);
+        diagnostics_clear(&p->local_diag);
+        g_free(p);
+        return NULL;
 }
 
 #define error_at(p, line, ...) diagnostics_add((p)->diag, DIAGNOSTIC_ERROR, (p)->path, (line), __VA_ARGS__)
@@ -149,7 +156,6 @@ static char *unknown_key_hint(const char *section, const char *key) {
         return match ? g_strdup_printf("; did you mean %s=?", match) : g_strdup("");
 }
 
-/* The helpers below follow inih's own (ini.c), so that classify_line() agrees with it. */
 static char *skip_space(char *s) {
         while (*s && isspace((unsigned char) *s))
                 s++;
@@ -170,14 +176,14 @@ static char *find_chars_or_comment(char *s, const char *chars) {
         for (; *s; s++) {
                 if (chars && strchr(chars, *s))
                         break;
-                if (INI_ALLOW_INLINE_COMMENTS && was_space && strchr(INI_INLINE_COMMENT_PREFIXES, *s))
+                if (was_space && strchr(INLINE_COMMENT_PREFIXES, *s))
                         break;
                 was_space = isspace((unsigned char) *s);
         }
         return s;
 }
 
-static void begin_section(Parser *p, const char *name) {
+static void begin_section(PolicyParser *p, const char *name) {
         g_free(p->section);
         p->section = g_strdup(name);
         p->section_known = false;
@@ -200,133 +206,6 @@ static void begin_section(Parser *p, const char *name) {
                 p->hugetlb_section_line = p->line;
 }
 
-static void classify_line(Parser *p, const char *text) {
-        g_autofree char *copy = g_strdup(text);
-        char *start, *end;
-
-        strip_trailing_space(copy);
-        start = skip_space(copy);
-
-        if (*start == '\0' || strchr(INI_START_COMMENT_PREFIXES, *start)) {
-                p->kind = LINE_BLANK;
-                return;
-        }
-
-        if (INI_ALLOW_MULTILINE && p->have_prev_key && start > copy) {
-                p->kind = LINE_CONTINUATION;
-                return;
-        }
-
-        if (*start == '[') {
-                end = find_chars_or_comment(start + 1, "]");
-                if (*end != ']') {
-                        p->kind = LINE_BAD;
-                        error_at(p, p->line, "syntax error: a section header needs a closing ']'");
-                        return;
-                }
-                *end = '\0';
-                p->kind = LINE_SECTION;
-                p->have_prev_key = false;
-                begin_section(p, start + 1);
-                return;
-        }
-
-        end = find_chars_or_comment(start, "=:");
-        if (*end != '=' && *end != ':') {
-                p->kind = LINE_BAD;
-                error_at(p, p->line, "syntax error: expected Key=Value, [Section] or a comment");
-                return;
-        }
-        *end = '\0';
-        strip_trailing_space(start);
-        p->kind = LINE_KEY;
-        p->have_prev_key = *start != '\0';
-}
-
-/* True for bytes that never occur in a text file. A CR is allowed only before the newline. */
-static bool is_binary_byte(int c) {
-        return c == '\0' || c == 0x7f || (c < 0x20 && c != '\t' && c != '\r');
-}
-
-static char *policy_reader(char *str, int num, void *stream) {
-        Parser *p = stream;
-        /* ini.h: the buffer must be 3 bytes longer than the longest line ("\r\n\0"). */
-        size_t max_len = num > 3 ? (size_t) num - 3 : 0, len = 0, stored = 0;
-        bool newline = false, binary = false, cr = false;
-        int c;
-
-        if (p->stop)
-                return NULL;
-
-        /* A file that is not a policy (a log, a 100 MB dump) would otherwise log one error per
-         * line at every reload. */
-        if (p->diag->n_errors - p->errors_before >= POLICY_ERRORS_MAX) {
-                error_at(p, p->line, "too many errors (%u): the rest of the file is not read", POLICY_ERRORS_MAX);
-                p->stop = true;
-                return NULL;
-        }
-
-        while ((c = getc(p->f)) != EOF) {
-                p->n_bytes++;
-                if (c == '\n') {
-                        newline = true;
-                        break;
-                }
-                if (is_binary_byte(c) || cr)
-                        binary = true;
-                cr = c == '\r';
-                if (stored < max_len + 1)
-                        str[stored++] = (char) c;
-                len++;
-        }
-        if (ferror(p->f)) {
-                error_at(p, 0, "read error: %s", g_strerror(errno));
-                p->stop = true;
-                return NULL;
-        }
-        if (len == 0 && !newline)
-                return NULL;
-
-        p->line++;
-        if (cr) {
-                len--;
-                stored = MIN(stored, len);
-        }
-        str[stored] = '\0';
-
-        /* Everything after the first binary byte is noise: one error, and stop reading. */
-        if (binary) {
-                error_at(p, p->line, "binary data (a NUL byte or control character): not a policy file");
-                p->stop = true;
-                return NULL;
-        }
-
-        if (len > max_len) {
-                error_at(p, p->line, "line too long (%zu bytes, at most %zu)", len, max_len);
-                p->kind = LINE_BLANK;
-                strcpy(str, "\n");
-                return str;
-        }
-
-        if (!g_utf8_validate(str, -1, NULL)) {
-                error_at(p, p->line, "line is not valid UTF-8");
-                p->kind = LINE_BLANK;
-                strcpy(str, "\n");
-                return str;
-        }
-
-        /* inih would skip the BOM itself; stripping it here keeps classify_line() in step. */
-        if (p->line == 1 && g_str_has_prefix(str, "\xEF\xBB\xBF"))
-                memmove(str, str + 3, strlen(str + 3) + 1);
-
-        classify_line(p, str);
-        if (p->kind == LINE_BAD)
-                strcpy(str, "\n");
-        else
-                strcat(str, "\n");
-        return str;
-}
-
 static bool unit_type_matches(const char *suffix) {
         for (size_t i = 0; i < ELEMENTSOF(unit_types); i++)
                 if (fnmatch(suffix, unit_types[i], FNM_NOESCAPE) == 0)
@@ -335,7 +214,7 @@ static bool unit_type_matches(const char *suffix) {
 }
 
 /* A Units= entry that can never match a unit name is almost certainly a typo. */
-static void check_unit_entry(Parser *p, const char *entry) {
+static void check_unit_entry(PolicyParser *p, const char *entry) {
         const char *dot;
 
         if (strlen(entry) > 255) {
@@ -357,7 +236,7 @@ static void check_unit_entry(Parser *p, const char *entry) {
                            "it never matches", entry);
 }
 
-static void add_units(Parser *p, const char *value) {
+static void add_units(PolicyParser *p, const char *value) {
         g_auto(GStrv) entries = g_strsplit_set(value, " \t", -1);
 
         for (char **e = entries; *e; e++) {
@@ -368,7 +247,7 @@ static void add_units(Parser *p, const char *value) {
         }
 }
 
-static bool check_duplicate(Parser *p, unsigned *seen_line, const char *key) {
+static bool check_duplicate(PolicyParser *p, unsigned *seen_line, const char *key) {
         if (*seen_line != 0) {
                 error_at(p, p->line, "duplicate key %s= (first set on line %u)", key, *seen_line);
                 return true;
@@ -377,7 +256,7 @@ static bool check_duplicate(Parser *p, unsigned *seen_line, const char *key) {
         return false;
 }
 
-static void unknown_key(Parser *p, const char *key) {
+static void unknown_key(PolicyParser *p, const char *key) {
         g_autofree char *hint = unknown_key_hint(p->section, key);
 
         unknown_at(p, p->line, "unknown key %s= in [%s], ignored%s", key, p->section, hint);
@@ -401,7 +280,7 @@ PolicyScope policy_scope_from_string(const char *s) {
         return _POLICY_SCOPE_INVALID;
 }
 
-static ContinuationTarget handle_policy_key(Parser *p, const char *key, const char *value) {
+static ContinuationTarget handle_policy_key(PolicyParser *p, const char *key, const char *value) {
         if (streq(key, "Description")) {
                 if (check_duplicate(p, &p->description_line, key))
                         return CONTINUE_IGNORE;
@@ -434,7 +313,7 @@ static bool is_power_of_two(uint64_t n) {
         return n != 0 && (n & (n - 1)) == 0;
 }
 
-static ContinuationTarget handle_hugetlb_key(Parser *p, const char *key, const char *value) {
+static ContinuationTarget handle_hugetlb_key(PolicyParser *p, const char *key, const char *value) {
         int r;
 
         if (streq(key, "Size")) {
@@ -479,7 +358,7 @@ static ContinuationTarget handle_hugetlb_key(Parser *p, const char *key, const c
         return CONTINUE_IGNORE;
 }
 
-static ContinuationTarget handle_knob_key(Parser *p, const char *key, const char *value) {
+static ContinuationTarget handle_knob_key(PolicyParser *p, const char *key, const char *value) {
         char buf[96];
         Knob k;
         int r;
@@ -505,7 +384,7 @@ static ContinuationTarget handle_knob_key(Parser *p, const char *key, const char
         return CONTINUE_REJECT;
 }
 
-static void handle_continuation(Parser *p, const char *value) {
+static void handle_continuation(PolicyParser *p, const char *value) {
         switch (p->continuation) {
         case CONTINUE_UNITS:
                 add_units(p, value);
@@ -521,32 +400,23 @@ static void handle_continuation(Parser *p, const char *value) {
         }
 }
 
-static int policy_handler(void *user, const char *section, const char *name, const char *value) {
-        Parser *p = user;
-
-        /* Errors are collected in the diagnostics; returning 0 would only make inih remember the
-         * first line, which we report ourselves. */
-        if (p->kind == LINE_CONTINUATION) {
-                handle_continuation(p, value);
-                return 1;
-        }
-
+static void handle_key(PolicyParser *p, const char *name, const char *value) {
         p->continuation = CONTINUE_IGNORE;
         g_free(p->continuation_key);
         p->continuation_key = g_strdup(name);
         if (*name == '\0') {
                 error_at(p, p->line, "syntax error: missing key name before '='");
-                return 1;
+                return;
         }
         if (!p->section) {
                 unknown_at(p, p->line, "%s= is outside of any section, ignored", name);
-                return 1;
+                return;
         }
         if (!p->section_known)
-                return 1;
+                return;
         if (*value == '\0') {
                 error_at(p, p->line, "%s= has no value", name);
-                return 1;
+                return;
         }
 
         if (streq(p->section, "Policy"))
@@ -555,14 +425,103 @@ static int policy_handler(void *user, const char *section, const char *name, con
                 p->continuation = handle_hugetlb_key(p, name, value);
         else
                 p->continuation = handle_knob_key(p, name, value);
-        return 1;
+}
+
+static void parse_line(PolicyParser *p, char *line) {
+        char *start, *end, *value;
+
+        strip_trailing_space(line);
+        start = skip_space(line);
+
+        if (*start == '\0' || strchr(COMMENT_PREFIXES, *start))
+                return;
+
+        /* An indented line continues the last key's value; after a section header or a key
+         * without a name there is nothing to continue, and it is read as a line of its own. */
+        if (p->have_prev_key && start > line) {
+                handle_continuation(p, start);
+                return;
+        }
+
+        if (*start == '[') {
+                end = find_chars_or_comment(start + 1, "]");
+                if (*end != ']') {
+                        error_at(p, p->line, "syntax error: a section header needs a closing ']'");
+                        return;
+                }
+                *end = '\0';
+                p->have_prev_key = false;
+                begin_section(p, start + 1);
+                return;
+        }
+
+        end = find_chars_or_comment(start, "=:");
+        if (*end != '=' && *end != ':') {
+                error_at(p, p->line, "syntax error: expected Key=Value, [Section] or a comment");
+                return;
+        }
+        *end = '\0';
+        strip_trailing_space(start);
+
+        value = end + 1;
+        *find_chars_or_comment(value, NULL) = '\0';
+        value = skip_space(value);
+        strip_trailing_space(value);
+
+        p->have_prev_key = *start != '\0';
+        handle_key(p, start, value);
+}
+
+/* True for bytes that never occur in a text file. A CR is allowed only before the newline. */
+static bool is_binary_byte(unsigned char c) {
+        return c == '\0' || c == 0x7f || (c < 0x20 && c != '\t' && c != '\r');
+}
+
+/* The line fed so far is complete: check it as text, then parse it. */
+static void end_line(PolicyParser *p) {
+        size_t len = p->len, stored = p->stored;
+        bool binary = p->binary;
+        char *text = p->buf;
+
+        if (p->cr) {
+                len--;
+                stored = MIN(stored, len);
+        }
+        p->buf[stored] = '\0';
+        p->stored = p->len = 0;
+        p->cr = p->binary = false;
+        p->line++;
+
+        /* Everything after the first binary byte is noise: one error, and stop reading. */
+        if (binary) {
+                error_at(p, p->line, "binary data (a NUL byte or control character): not a policy file");
+                p->stop = true;
+                return;
+        }
+
+        if (len > POLICY_LINE_MAX)
+                error_at(p, p->line, "line too long (%zu bytes, at most %u)", len, POLICY_LINE_MAX);
+        else if (!g_utf8_validate(text, stored, NULL))
+                error_at(p, p->line, "line is not valid UTF-8");
+        else {
+                if (p->line == 1 && g_str_has_prefix(text, UTF8_BOM))
+                        text += strlen(UTF8_BOM);
+                parse_line(p, text);
+        }
+
+        /* A file that is not a policy (a log, a 100 MB dump) would otherwise log one error per
+         * line at every reload. */
+        if (p->diag->n_errors - p->errors_before >= POLICY_ERRORS_MAX) {
+                error_at(p, p->line, "too many errors (%u): the rest of the file is not read", POLICY_ERRORS_MAX);
+                p->stop = true;
+        }
 }
 
 /* A service-scoped policy reaches its services through prctl(PR_SET_THP_DISABLE), which has one
  * setting per process: THP off, or (6.18) only where advised. Every other knob is machine-wide,
  * so voting on it would impose the service's wish on everyone; the daemon ignores such a key
  * (warning), verify fails on it. */
-static void check_service_scope(Parser *p) {
+static void check_service_scope(PolicyParser *p) {
         KnobValue always;
 
         FOREACH_KNOB(k)
@@ -593,7 +552,7 @@ static void check_service_scope(Parser *p) {
 }
 
 /* Checks that need the whole file. */
-static void check_file(Parser *p) {
+static void check_file(PolicyParser *p) {
         bool any_knob = false;
 
         FOREACH_KNOB(k)
@@ -613,7 +572,7 @@ static void check_file(Parser *p) {
                 check_service_scope(p);
 }
 
-static Policy *parser_build_policy(Parser *p) {
+static Policy *parser_build_policy(PolicyParser *p) {
         g_autoptr(Policy) policy = g_new0(Policy, 1);
         uint64_t page_size = p->page_size_bytes != 0 ? p->page_size_bytes : DEFAULT_PAGE_SIZE;
 
@@ -647,59 +606,95 @@ static Policy *parser_build_policy(Parser *p) {
         return g_steal_pointer(&policy);
 }
 
-int policy_parse_file(FILE *f, const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
-        Diagnostics local;
-        Parser p;
-        unsigned errors_before;
-        int r;
+int policy_parser_new(const char *path, PolicyParseFlags flags, Diagnostics *diag, PolicyParser **ret) {
+        PolicyParser *p;
 
-        if (!f || !path || !ret)
+        if (!path || !ret)
                 return -EINVAL;
 
+        p = g_new0(PolicyParser, 1);
+        p->path = g_strdup(path);
         /* Callers that only want a yes or no need not collect diagnostics. */
         if (!diag) {
-                diagnostics_init(&local);
-                diag = &local;
+                diagnostics_init(&p->local_diag);
+                diag = &p->local_diag;
         }
-        p = (Parser) {
-                .f = f,
-                .path = path,
-                .diag = diag,
-                .strict = flags & POLICY_PARSE_STRICT,
-                .description = g_string_new(NULL),
-                .units = g_ptr_array_new_with_free_func(g_free),
-        };
-        errors_before = diag->n_errors;
-        p.errors_before = errors_before;
+        p->diag = diag;
+        p->strict = flags & POLICY_PARSE_STRICT;
+        p->errors_before = diag->n_errors;
+        p->description = g_string_new(NULL);
+        p->units = g_ptr_array_new_with_free_func(g_free);
 
-        r = ini_parse_stream(policy_reader, &p, policy_handler, &p);
-        if (r == -2) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        if (p.n_bytes == 0 && !p.stop) {
-                error_at(&p, 0, "empty file (in a policy directory an empty file masks the policy of that name)");
-        } else {
-                /* inih and classify_line() agree on what a syntax error is; should another build
-                 * of inih disagree, its verdict still fails the file. */
-                if (r > 0 && p.diag->n_errors == errors_before)
-                        error_at(&p, (unsigned) r, "syntax error");
-                if (!p.stop)
-                        check_file(&p);
-        }
+        *ret = p;
+        return 0;
+}
 
-        if (p.diag->n_errors > errors_before) {
-                r = -EINVAL;
-                goto finish;
-        }
-        *ret = parser_build_policy(&p);
-        r = 0;
+int policy_parser_feed(PolicyParser *p, const char *data, size_t size) {
+        if (!p || (!data && size > 0))
+                return -EINVAL;
 
-finish:
-        parser_done(&p);
-        if (diag == &local)
-                diagnostics_clear(&local);
-        return r;
+        for (size_t i = 0; i < size && !p->stop; i++) {
+                char c = data[i];
+
+                p->n_bytes++;
+                if (c == '\n') {
+                        end_line(p);
+                        continue;
+                }
+                if (is_binary_byte((unsigned char) c) || p->cr)
+                        p->binary = true;
+                p->cr = c == '\r';
+                if (p->stored <= POLICY_LINE_MAX)
+                        p->buf[p->stored++] = c;
+                p->len++;
+        }
+        return !p->stop;
+}
+
+void policy_parser_read_error(PolicyParser *p, int error) {
+        if (!p || p->stop)
+                return;
+
+        /* What was parsed stays reported, but without the rest of the file the checks that need
+         * all of it would only add noise. */
+        error_at(p, 0, "read error: %s", g_strerror(abs(error)));
+        p->stop = true;
+}
+
+int policy_parser_finish(PolicyParser *p, Policy **ret) {
+        if (!p || !ret)
+                return -EINVAL;
+
+        /* The last line need not end in a newline. */
+        if (!p->stop && p->len > 0)
+                end_line(p);
+
+        if (p->n_bytes == 0 && !p->stop)
+                error_at(p, 0, "empty file (in a policy directory an empty file masks the policy of that name)");
+        else if (!p->stop)
+                check_file(p);
+
+        if (p->diag->n_errors > p->errors_before)
+                return -EINVAL;
+        *ret = parser_build_policy(p);
+        return 0;
+}
+
+int policy_parse_text(const char *text, size_t size, const char *path, PolicyParseFlags flags, Diagnostics *diag,
+                      Policy **ret) {
+        g_autoptr(PolicyParser) p = NULL;
+        int r;
+
+        if (!text && size > 0)
+                return -EINVAL;
+
+        r = policy_parser_new(path, flags, diag, &p);
+        if (r < 0)
+                return r;
+        r = policy_parser_feed(p, text, size);
+        if (r < 0)
+                return r;
+        return policy_parser_finish(p, ret);
 }
 
 bool policy_unit_pattern_matches(const char *pattern, const char *unit) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <glib.h>
-#include <stdio.h>
 
 #include "diagnostics.h"
 #include "knob.h"
@@ -53,10 +52,28 @@ typedef enum PolicyParseFlags {
         POLICY_PARSE_STRICT = 1 << 0,
 } PolicyParseFlags;
 
-/* Parses one policy. "path" names the file in diagnostics. Every problem is added to diag as
- * FILE:LINE; returns -EINVAL (ret untouched) when there is at least one error, so a bad file
- * never half-applies. Warnings (unknown keys, unless strict) do not fail the parse. */
-int policy_parse_file(FILE *f, const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret);
+/* Parses one policy from its text. "path" names the file in diagnostics. Every problem is
+ * added to diag (which may be NULL) as FILE:LINE; returns -EINVAL (ret untouched) when there is
+ * at least one error, so a bad file never half-applies. Warnings (unknown keys, unless strict)
+ * do not fail the parse. */
+int policy_parse_text(const char *text, size_t size, const char *path, PolicyParseFlags flags, Diagnostics *diag,
+                      Policy **ret);
+
+/* The same parse, fed the file piece by piece as it is read: after binary data or too many
+ * errors the parser has given up, and the rest of the file (say a 100 MB log dropped into a
+ * policy directory) need not be read at all. */
+typedef struct PolicyParser PolicyParser;
+
+int policy_parser_new(const char *path, PolicyParseFlags flags, Diagnostics *diag, PolicyParser **ret);
+PolicyParser *policy_parser_free(PolicyParser *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyParser, policy_parser_free)
+/* Takes the next bytes of the file, in pieces of any size. Returns 1 while it wants more, 0 once
+ * the rest of the file would only be ignored. */
+int policy_parser_feed(PolicyParser *p, const char *data, size_t size);
+/* The file could not be read to its end (error: an errno): reported, and the parse fails. */
+void policy_parser_read_error(PolicyParser *p, int error);
+/* The end of the file: as policy_parse_text() returns. Call it once, then free the parser. */
+int policy_parser_finish(PolicyParser *p, Policy **ret);
 
 /* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
  * instance of the template). */

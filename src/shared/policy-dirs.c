@@ -231,21 +231,42 @@ int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret
 }
 
 int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int fd, r;
+        g_autoptr(PolicyParser) parser = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[16384];
+        int r;
 
         /* O_NONBLOCK: a FIFO swapped in after the directory scan checked the file must not hang
          * the daemon (it reads as empty); nothing changes for a regular file. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd >= 0 && !(f = fdopen(fd, "r"))) {
-                r = errno;
-                (void) close(fd);
-                errno = r;
-        }
-        if (!f) {
+        if (fd < 0) {
                 r = -errno;
                 diagnostics_add(diag, DIAGNOSTIC_ERROR, path, 0, "cannot open: %s", g_strerror(-r));
                 return r;
         }
-        return policy_parse_file(f, path, flags, diag, ret);
+
+        r = policy_parser_new(path, flags, diag, &parser);
+        if (r < 0)
+                return r;
+
+        /* Read only as long as the parser wants more: a huge file that is no policy is given up
+         * on after a few lines, not read to its end at every reload. */
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        policy_parser_read_error(parser, errno);
+                        break;
+                }
+                if (n == 0)
+                        break;
+                r = policy_parser_feed(parser, buf, (size_t) n);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+        }
+        return policy_parser_finish(parser, ret);
 }

@@ -4,7 +4,7 @@
 #include "diagnostics.h"
 #include "policy.h"
 
-/* Opens and parses one policy file: policy_parse_file() on what it reads. */
+/* Opens and parses one policy file, reading only as far as the parser wants (PolicyParser). */
 int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret);
 
 /* The policy search path, highest precedence first. */

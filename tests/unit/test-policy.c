@@ -9,10 +9,7 @@
 #define PATH "test.conf"
 
 static int parse_bytes(const char *data, size_t size, Diagnostics *d, Policy **ret) {
-        _cleanup_fclose_ FILE *f = fmemopen((void *) data, size, "r");
-
-        ck_assert_ptr_nonnull(f);
-        return policy_parse_file(f, PATH, 0, d, ret);
+        return policy_parse_text(data, size, PATH, 0, d, ret);
 }
 
 static int parse(const char *text, Diagnostics *d, Policy **ret) {
@@ -21,10 +18,7 @@ static int parse(const char *text, Diagnostics *d, Policy **ret) {
 
 /* As thpd-ctl verify parses. */
 static int parse_strict(const char *text, Diagnostics *d, Policy **ret) {
-        _cleanup_fclose_ FILE *f = fmemopen((void *) text, strlen(text), "r");
-
-        ck_assert_ptr_nonnull(f);
-        return policy_parse_file(f, PATH, POLICY_PARSE_STRICT, d, ret);
+        return policy_parse_text(text, strlen(text), PATH, POLICY_PARSE_STRICT, d, ret);
 }
 
 /* Fails unless a diagnostic of this level sits at exactly this line and mentions "needle". */
@@ -317,7 +311,7 @@ START_TEST(test_long_lines) {
 END_TEST
 
 START_TEST(test_line_length_limit) {
-        /* inih's buffer holds 197 characters plus "\r\n\0". */
+        /* A line holds 197 characters, not counting "\r\n" (the limit inih's buffer set). */
         for (size_t len = 196; len <= 199; len++) {
                 g_autofree char *desc = g_strnfill(len - strlen("Description="), 'd');
                 g_autofree char *text = g_strdup_printf("[Policy]\nUnits=a.service\nDescription=%s\r\n"
@@ -873,6 +867,111 @@ START_TEST(test_diagnostics_optional) {
 }
 END_TEST
 
+static char *format_diagnostics(const Diagnostics *d) {
+        g_autoptr(GString) s = g_string_new(NULL);
+
+        for (guint i = 0; i < d->items->len; i++) {
+                g_autofree char *line = diagnostic_format(g_ptr_array_index(d->items, i));
+
+                g_string_append_printf(s, "%s\n", line);
+        }
+        return g_string_free(g_steal_pointer(&s), false);
+}
+
+/* policy_load() feeds what each read() returns: where a piece ends must not matter. */
+START_TEST(test_fed_in_pieces) {
+        static const char text[] =
+                "\xEF\xBB\xBF[Policy]\r\n"
+                "Description=first line\n"
+                "  second line ; kept\n"
+                "Units=a.service\n"
+                "\tb.service redis\n"
+                "Units=d.service\n"
+                "[TransparentHugePages\n"
+                "[TransparentHugePages]\n"
+                "Enabled=never ; a comment\n"
+                "  always\n"
+                "Defrag:madvise\n"
+                "Enabeld=never\n"
+                "[HugeTLB]\n"
+                "Pages=2";
+        g_autofree char *expected = NULL;
+        Diagnostics d;
+        Policy *p = NULL;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        expected = format_diagnostics(&d);
+        ck_assert_uint_eq(d.n_errors, 3);
+        ck_assert_uint_eq(d.n_warnings, 2);
+        diagnostics_clear(&d);
+
+        for (size_t piece = 1; piece <= sizeof text; piece++) {
+                g_autoptr(PolicyParser) parser = NULL;
+                g_autofree char *got = NULL;
+
+                diagnostics_init(&d);
+                ck_assert_int_eq(policy_parser_new(PATH, 0, &d, &parser), 0);
+                for (size_t i = 0; i < strlen(text); i += piece)
+                        ck_assert_int_eq(policy_parser_feed(parser, text + i, MIN(piece, strlen(text) - i)), 1);
+                ck_assert_int_eq(policy_parser_finish(parser, &p), -EINVAL);
+                got = format_diagnostics(&d);
+                ck_assert_str_eq(got, expected);
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
+/* Once the parser has given up, the caller need not read on. */
+START_TEST(test_feed_wants_no_more) {
+        g_autoptr(PolicyParser) parser = NULL;
+        g_autoptr(GString) text = g_string_new("[Policy]\nUnits=a.service\n");
+        Policy *p = NULL;
+        Diagnostics d;
+
+        for (unsigned i = 0; i < 100; i++)
+                g_string_append(text, "no equals sign\n");
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_parser_new(PATH, 0, &d, &parser), 0);
+        ck_assert_int_eq(policy_parser_feed(parser, text->str, text->len), 0);
+        ck_assert_int_eq(policy_parser_feed(parser, "more\n", strlen("more\n")), 0);
+        ck_assert_int_eq(policy_parser_finish(parser, &p), -EINVAL);
+        ck_assert_uint_eq(d.n_errors, 51);
+        diagnostics_clear(&d);
+        g_clear_pointer(&parser, policy_parser_free);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_parser_new(PATH, 0, &d, &parser), 0);
+        ck_assert_int_eq(policy_parser_feed(parser, "[Policy]\n\x01\n", strlen("[Policy]\n\x01\n")), 0);
+        ck_assert_int_eq(policy_parser_finish(parser, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 2, "binary");
+        ck_assert_uint_eq(d.n_errors, 1);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+/* A read that fails half way: the lines read are reported, then the read error, and nothing
+ * that would need the rest of the file (here: "Units= is missing"). */
+START_TEST(test_read_error) {
+        static const char text[] = "[Policy]\nnot a key\n[Transparent";
+        g_autoptr(PolicyParser) parser = NULL;
+        g_autofree char *got = NULL;
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(policy_parser_new(PATH, 0, &d, &parser), 0);
+        ck_assert_int_eq(policy_parser_feed(parser, text, strlen(text)), 1);
+        policy_parser_read_error(parser, EIO);
+        ck_assert_int_eq(policy_parser_finish(parser, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        got = format_diagnostics(&d);
+        ck_assert_str_eq(got, "test.conf:2: error: syntax error: expected Key=Value, [Section] or a comment\n"
+                              "test.conf: error: read error: Input/output error\n");
+        diagnostics_clear(&d);
+}
+END_TEST
+
 static Policy *policy_with_units(const char *units) {
         g_autofree char *text = g_strdup_printf("[Policy]\nUnits=%s\n[TransparentHugePages]\nEnabled=never\n", units);
         Policy *p = NULL;
@@ -946,6 +1045,9 @@ int main(void) {
         tcase_add_test(tc, test_bom_crlf_and_comments);
         tcase_add_test(tc, test_invalid_utf8);
         tcase_add_test(tc, test_diagnostics_optional);
+        tcase_add_test(tc, test_fed_in_pieces);
+        tcase_add_test(tc, test_feed_wants_no_more);
+        tcase_add_test(tc, test_read_error);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("match");
