@@ -458,6 +458,123 @@ static bool wanted(char *const *names, const char *name) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
+static void knobs_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->knobs->len; i++) {
+                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "knob", k->name);
+                ctl_json_string(b, "applied", empty_to_null(k->applied));
+                ctl_json_string(b, "target", empty_to_null(k->target));
+                ctl_json_string(b, "baseline", empty_to_null(k->baseline));
+                ctl_json_string(b, "source", empty_to_null(k->source));
+                ctl_json_string(b, "policy", empty_to_null(k->policy));
+                ctl_json_string(b, "unit", empty_to_null(k->unit));
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void active_policies_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->active_policies->len; i++) {
+                const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "policy", a->name);
+                ctl_json_strv(b, "units", a->units);
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void pools_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->pools->len; i++) {
+                const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_uint(b, "page_size_kb", pool->page_size_kb);
+                if (pool->node >= 0)
+                        ctl_json_int(b, "node", pool->node);
+                else
+                        ctl_json_null(b, "node");
+                ctl_json_uint(b, "target", pool->target);
+                ctl_json_uint(b, "allocated", pool->allocated);
+                ctl_json_uint(b, "free", pool->free);
+                ctl_json_string(b, "shortfall", empty_to_null(pool->shortfall));
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void needs_restart_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->needs_restart->len; i++) {
+                const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "unit", pair->key);
+                ctl_json_string(b, "policy", pair->value);
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void isolated_services_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "unit", iso->unit);
+                ctl_json_string(b, "policy", iso->policy);
+                ctl_json_string(b, "thp", iso->thp);
+                ctl_json_string(b, "state", iso->state);
+                ctl_json_string(b, "note", empty_to_null(iso->note));
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void override_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_object(b, key);
+        for (guint i = 0; i < p->override->len; i++) {
+                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
+
+                ctl_json_string(b, pair->key, pair->value);
+        }
+        ctl_json_end_object(b);
+}
+
+static void storms_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->storms->len; i++) {
+                const CtlStorm *st = &g_array_index(p->storms, CtlStorm, i);
+
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "kind", st->kind);
+                ctl_json_string(b, "phase", st->phase);
+                ctl_json_begin_object(b, "figures");
+                for (guint f = 0; f < st->figures->len; f++) {
+                        const CtlFigure *fig = &g_array_index(st->figures, CtlFigure, f);
+
+                        ctl_json_double(b, fig->name, fig->value);
+                }
+                ctl_json_end_object(b);
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+static void diagnostics_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < p->diagnostics->len; i++)
+                ctl_diagnostic_to_json(b, &g_array_index(p->diagnostics, CtlDiagnostic, i), true);
+        ctl_json_end_array(b);
+}
+
 static void property_to_json(const CtlProperties *p, const char *name, JsonBuilder *b) {
         const char *key = ctl_property_json_key(name);
 
@@ -465,114 +582,28 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
                 ctl_json_string(b, key, p->version);
         else if (streq(name, "Status"))
                 ctl_json_string(b, key, p->status);
-        else if (streq(name, "Knobs")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->knobs->len; i++) {
-                        const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "knob", k->name);
-                        ctl_json_string(b, "applied", empty_to_null(k->applied));
-                        ctl_json_string(b, "target", empty_to_null(k->target));
-                        ctl_json_string(b, "baseline", empty_to_null(k->baseline));
-                        ctl_json_string(b, "source", empty_to_null(k->source));
-                        ctl_json_string(b, "policy", empty_to_null(k->policy));
-                        ctl_json_string(b, "unit", empty_to_null(k->unit));
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "ActivePolicies")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->active_policies->len; i++) {
-                        const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "policy", a->name);
-                        ctl_json_strv(b, "units", a->units);
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "HugeTLBPools")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->pools->len; i++) {
-                        const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_uint(b, "page_size_kb", pool->page_size_kb);
-                        if (pool->node >= 0)
-                                ctl_json_int(b, "node", pool->node);
-                        else
-                                ctl_json_null(b, "node");
-                        ctl_json_uint(b, "target", pool->target);
-                        ctl_json_uint(b, "allocated", pool->allocated);
-                        ctl_json_uint(b, "free", pool->free);
-                        ctl_json_string(b, "shortfall", empty_to_null(pool->shortfall));
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "NeedsRestart")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->needs_restart->len; i++) {
-                        const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "unit", pair->key);
-                        ctl_json_string(b, "policy", pair->value);
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "IsolatedServices")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->isolated->len; i++) {
-                        const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "unit", iso->unit);
-                        ctl_json_string(b, "policy", iso->policy);
-                        ctl_json_string(b, "thp", iso->thp);
-                        ctl_json_string(b, "state", iso->state);
-                        ctl_json_string(b, "note", empty_to_null(iso->note));
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "Override")) {
-                ctl_json_begin_object(b, key);
-                for (guint i = 0; i < p->override->len; i++) {
-                        const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                        ctl_json_string(b, pair->key, pair->value);
-                }
-                ctl_json_end_object(b);
-        } else if (streq(name, "OverrideExpiresAt"))
+        else if (streq(name, "Knobs"))
+                knobs_to_json(p, key, b);
+        else if (streq(name, "ActivePolicies"))
+                active_policies_to_json(p, key, b);
+        else if (streq(name, "HugeTLBPools"))
+                pools_to_json(p, key, b);
+        else if (streq(name, "NeedsRestart"))
+                needs_restart_to_json(p, key, b);
+        else if (streq(name, "IsolatedServices"))
+                isolated_services_to_json(p, key, b);
+        else if (streq(name, "Override"))
+                override_to_json(p, key, b);
+        else if (streq(name, "OverrideExpiresAt"))
                 ctl_json_time(b, key, p->override_expires_at);
         else if (streq(name, "StormState"))
                 ctl_json_string(b, key, p->storm_state);
         else if (streq(name, "StormAction"))
                 ctl_json_string(b, key, p->storm_action);
-        else if (streq(name, "Storms")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->storms->len; i++) {
-                        const CtlStorm *st = &g_array_index(p->storms, CtlStorm, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "kind", st->kind);
-                        ctl_json_string(b, "phase", st->phase);
-                        ctl_json_begin_object(b, "figures");
-                        for (guint f = 0; f < st->figures->len; f++) {
-                                const CtlFigure *fig = &g_array_index(st->figures, CtlFigure, f);
-
-                                ctl_json_double(b, fig->name, fig->value);
-                        }
-                        ctl_json_end_object(b);
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
-        } else if (streq(name, "PolicyDiagnostics")) {
-                ctl_json_begin_array(b, key);
-                for (guint i = 0; i < p->diagnostics->len; i++)
-                        ctl_diagnostic_to_json(b, &g_array_index(p->diagnostics, CtlDiagnostic, i), true);
-                ctl_json_end_array(b);
-        }
+        else if (streq(name, "Storms"))
+                storms_to_json(p, key, b);
+        else if (streq(name, "PolicyDiagnostics"))
+                diagnostics_to_json(p, key, b);
 }
 
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b) {
