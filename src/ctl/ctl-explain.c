@@ -68,19 +68,7 @@ static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);
-        ctl_json_begin_array(b, "isolated_services");
-        for (guint i = 0; i < isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", iso->unit);
-                ctl_json_string(b, "policy", iso->policy);
-                ctl_json_string(b, "thp", iso->thp);
-                ctl_json_string(b, "state", iso->state);
-                ctl_json_string(b, "note", empty_to_null(iso->note));
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
+        ctl_isolated_services_to_json(b, "isolated_services", isolated);
         ctl_json_end_object(b);
         return ctl_json_print(b, out->f);
 }

@@ -522,10 +522,10 @@ static void needs_restart_to_json(const CtlProperties *p, const char *key, JsonB
         ctl_json_end_array(b);
 }
 
-static void isolated_services_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isolated) {
         ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+        for (guint i = 0; i < isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
 
                 ctl_json_begin_object(b, NULL);
                 ctl_json_string(b, "unit", iso->unit);
@@ -591,7 +591,7 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
         else if (streq(name, "NeedsRestart"))
                 needs_restart_to_json(p, key, b);
         else if (streq(name, "IsolatedServices"))
-                isolated_services_to_json(p, key, b);
+                ctl_isolated_services_to_json(b, key, p->isolated);
         else if (streq(name, "Override"))
                 override_to_json(p, key, b);
         else if (streq(name, "OverrideExpiresAt"))

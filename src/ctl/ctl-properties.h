@@ -86,6 +86,8 @@ void ctl_properties_clear(CtlProperties *p);
 
 /* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
 void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_policy);
+/* IsolatedServices (CtlIsolation) as a JSON array under key. */
+void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isolated);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b);
