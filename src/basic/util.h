@@ -71,6 +71,13 @@ int compare_strings(const void *a, const void *b);
                 _ptr_;                           \
         })
 
+#define TAKE_FLAG(b)                             \
+        ({                                       \
+                bool _b_ = (b);                  \
+                (b) = false;                     \
+                _b_;                             \
+        })
+
 #define TAKE_FD(fd)                              \
         ({                                       \
                 int _fd_ = (fd);                 \

@@ -42,8 +42,10 @@ void plan_state_forget_policies(PlanState *s, GPtrArray *policies) {
         g_hash_table_remove_all(s->live_policies);
         g_hash_table_iter_init(&iter, s->policy_runtime);
         while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
-                if (!have_policy(policies, rt->name))
+                if (!have_policy(policies, rt->name)) {
+                        s->forgot_active |= rt->active;
                         g_hash_table_iter_remove(&iter);
+                }
 }
 
 static PolicyRuntime *policy_runtime(PlanState *s, const Policy *p) {
@@ -241,6 +243,7 @@ void plan(PlanState *s, const PlanInput *in, Plan *ret) {
         };
         ResolveInput r;
 
+        p.runtime_changed = TAKE_FLAG(s->forgot_active);
         plan_units(s, in, &p);
         plan_effective_baseline(in->present, in->recorded, in->pinned, p.baseline);
         r = (ResolveInput) {

@@ -29,6 +29,7 @@ typedef struct PlanState {
         GHashTable *live_policies;
         GHashTable *needs_restart;  /* unit -> policy name */
         GHashTable *seen_wanted;    /* units wanted at the last apply -> their stop count + 1 */
+        bool forgot_active;         /* a reload dropped an active policy since the last plan */
 } PlanState;
 
 void plan_state_init(PlanState *s);

@@ -381,16 +381,15 @@ static void persist(Manager *m, bool baseline_changed) {
 
 /* ---- publish ---- */
 
-static void publish(Manager *m, const Plan *p, GArray *changes, bool reloaded) {
+static void publish(Manager *m, const Plan *p, GArray *changes) {
         ApplyReport report = {
                 .changes = (const KnobChange *) changes->data,
                 .n_changes = changes->len,
                 .isolation_checks = (const IsolationRequest *) p->isolation_checks->data,
                 .n_isolation_checks = p->isolation_checks->len,
                 .wanted = p->wanted,
-                /* A (re)load replaced the policies the properties list. */
-                .active_policies_changed = p->runtime_changed || reloaded,
-                .needs_restart_changed = p->restart_hints_changed || reloaded,
+                .active_policies_changed = p->runtime_changed,
+                .needs_restart_changed = p->restart_hints_changed,
         };
 
         for (guint i = 0; i < m->listeners->len; i++) {
@@ -411,7 +410,7 @@ void manager_apply(Manager *m) {
         _cleanup_(observation_done) Observation o = {};
         _cleanup_(plan_done) Plan p = {};
         g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
-        bool baseline_changed, reloaded = m->apply_all_policies;
+        bool baseline_changed;
 
         g_array_set_clear_func(changes, knob_change_clear);
         observe(m, &o);
@@ -443,6 +442,6 @@ void manager_apply(Manager *m) {
         persist(m, baseline_changed);
         m->applied_once = true;
         m->apply_generation++;
-        publish(m, &p, changes, reloaded);
+        publish(m, &p, changes);
         schedule_trim(m);
 }

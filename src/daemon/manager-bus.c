@@ -134,9 +134,9 @@ static bool property_snapshot(Manager *m, sd_bus_property_get_t get,
         return len == SNAPSHOT_DIGEST_SIZE;
 }
 
-/* Whether the apply says the property may have changed, for those with one entry per active
- * policy or unit, which are the costly ones to build; -1 for the others, which are always
- * compared. A storm event (no report) changes neither. */
+/* Whether the apply changed the property, for those with one entry per active policy or unit,
+ * which are the costly ones to build; -1 for the others, whose digests are compared. A storm
+ * event (no report) changes neither. */
 static int report_says_changed(const ApplyReport *report, size_t property) {
         switch (property) {
         case TRACKED_ACTIVE_POLICIES:
@@ -159,9 +159,14 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                 uint8_t now[SNAPSHOT_DIGEST_SIZE];
                 bool valid;
 
-                /* Not even built when the apply left it alone. */
-                if (flagged == 0 && d->announced_valid[i])
+                /* The plan knows exactly when these changed: not even built to compare. */
+                if (flagged >= 0) {
+                        if (d->announced_valid[i] && !flagged)
+                                continue;
+                        d->announced_valid[i] = true;
+                        changed[n++] = tracked_properties[i].name;
                         continue;
+                }
                 valid = property_snapshot(m, tracked_properties[i].get, now);
 
                 if (valid && d->announced_valid[i] && memcmp(now, d->announced[i], sizeof now) == 0)

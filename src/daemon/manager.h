@@ -112,8 +112,8 @@ typedef struct ApplyReport {
         const IsolationRequest *isolation_checks; /* units whose processes nobody checked yet */
         size_t n_isolation_checks;
         GHashTable *wanted;                       /* unit names wanted now; NULL before the unit list */
-        /* Whether ActivePolicies and NeedsRestart may have changed: with many units running,
-         * building them to compare costs more than the rest of an apply. */
+        /* Whether ActivePolicies and NeedsRestart changed: with many units running, building
+         * them to compare costs more than the rest of an apply. */
         bool active_policies_changed;
         bool needs_restart_changed;
 } ApplyReport;

@@ -393,6 +393,15 @@ START_TEST(test_change_flags) {
 
         run_one(p, NULL, 0);
         ck_assert(F.plan.runtime_changed);
+
+        /* A reload that drops an active policy changes what is active, though no unit did. */
+        run_one(p, units, 1);
+        g_ptr_array_set_size(F.policies, 0);
+        plan_state_forget_policies(&F.state, F.policies);
+        run(NULL, 0);
+        ck_assert(F.plan.runtime_changed);
+        run(NULL, 0);
+        ck_assert(!F.plan.runtime_changed);
 }
 END_TEST
 
