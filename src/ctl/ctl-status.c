@@ -13,12 +13,32 @@
 /* "  Policies: " and the indent of continuation lines under it. */
 #define LABEL_WIDTH 10
 
+/* With more active policies or units than this, status lists this many and counts the rest, so
+ * that a host running a postgresql@ instance per database still gets a page, not hundreds of
+ * lines; --full lists them all, as "thpd-ctl list" does. */
+#define STATUS_LIST_MAX 8
+
 static void print_label(CtlOutput *out, const char *label) {
         ctl_printf(out, "  %-*s", LABEL_WIDTH, label);
 }
 
 static void print_continuation(CtlOutput *out) {
         ctl_printf(out, "  %-*s", LABEL_WIDTH, "");
+}
+
+static bool arg_full;
+
+/* How many of n items to print, and the line that counts the rest. */
+static guint list_limit(guint n) {
+        return arg_full || n <= STATUS_LIST_MAX ? n : STATUS_LIST_MAX;
+}
+
+static void print_more(CtlOutput *out, guint n, guint shown, const char *what) {
+        if (shown == n)
+                return;
+        print_continuation(out);
+        ctl_printf(out, "%s%s and %u more %s (--full lists them all)%s\n", ctl_color(CTL_COLOR_GREY),
+                   ctl_glyph(CTL_GLYPH_ELLIPSIS), n - shown, what, ctl_color(CTL_COLOR_NORMAL));
 }
 
 static bool knob_pending(const CtlKnob *k) {
@@ -49,10 +69,12 @@ static char *knob_reason(const CtlKnob *k) {
 }
 
 static void print_policies(CtlOutput *out, const CtlProperties *p) {
+        guint shown = list_limit(p->active_policies->len);
+
         print_label(out, "Policies:");
         if (p->active_policies->len == 0)
                 ctl_printf(out, "%snone active%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
-        for (guint i = 0; i < p->active_policies->len; i++) {
+        for (guint i = 0; i < shown; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
                 g_autofree char *units = g_strjoinv(", ", a->units);
 
@@ -60,6 +82,7 @@ static void print_policies(CtlOutput *out, const CtlProperties *p) {
                         print_continuation(out);
                 ctl_printf(out, "%s (%s)\n", a->name, units);
         }
+        print_more(out, p->active_policies->len, shown, "active policies");
 }
 
 /* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit; "(smaps, read by thpd-ctl)" where thpd
@@ -77,22 +100,46 @@ static char *usage_text(const CtlUnitUsage *u) {
         return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
 }
 
+/* Unknown (UINT64_MAX) counts as nothing: the units known to hold the most come first. */
+static uint64_t held_or_zero(const CtlUnitUsage *u) {
+        uint64_t held = ctl_unit_usage_total(u);
+
+        return held == UINT64_MAX ? 0 : held;
+}
+
+static gint compare_usage_held(gconstpointer a, gconstpointer b) {
+        uint64_t x = held_or_zero(*(const CtlUnitUsage *const *) a);
+        uint64_t y = held_or_zero(*(const CtlUnitUsage *const *) b);
+
+        return x > y ? -1 : x < y;
+}
+
+/* Cut to the units that hold the most. */
 static void print_usage(CtlOutput *out, GArray *usage) {
+        g_autoptr(GPtrArray) units = NULL;
         int width = 0;
+        guint shown;
 
         if (!usage || usage->len == 0)
                 return;
+        units = g_ptr_array_sized_new(usage->len);
         for (guint i = 0; i < usage->len; i++)
-                width = MAX(width, (int) strlen(g_array_index(usage, CtlUnitUsage, i).unit));
+                g_ptr_array_add(units, &g_array_index(usage, CtlUnitUsage, i));
+        shown = list_limit(units->len);
+        if (shown < units->len)
+                g_ptr_array_sort(units, compare_usage_held);
+        for (guint i = 0; i < shown; i++)
+                width = MAX(width, (int) strlen(((const CtlUnitUsage *) g_ptr_array_index(units, i))->unit));
         print_label(out, "THP held:");
-        for (guint i = 0; i < usage->len; i++) {
-                const CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
+        for (guint i = 0; i < shown; i++) {
+                const CtlUnitUsage *u = g_ptr_array_index(units, i);
                 g_autofree char *text = usage_text(u);
 
                 if (i > 0)
                         print_continuation(out);
                 ctl_printf(out, "%-*s  %s\n", width, u->unit, text);
         }
+        print_more(out, units->len, shown, "units");
 }
 
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
@@ -193,8 +240,9 @@ static void print_override(CtlOutput *out, const CtlProperties *p) {
  * only, so that is what a restart would give back. */
 static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *usage) {
         static const char label[] = "Restart needed: ";
+        guint shown = list_limit(p->needs_restart->len);
 
-        for (guint i = 0; i < p->needs_restart->len; i++) {
+        for (guint i = 0; i < shown; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
                 const CtlUnitUsage *u = ctl_unit_usage_find(usage, pair->key);
                 uint64_t held = u ? ctl_unit_usage_total(u) : UINT64_MAX;
@@ -211,6 +259,10 @@ static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *
                         ctl_printf(out, " holds %s in THP from before %s\n", size, pair->value);
                 }
         }
+        if (shown < p->needs_restart->len)
+                ctl_printf(out, "  %-*s%s%s and %u more units (--full lists them all)%s\n", (int) strlen(label), "",
+                           ctl_color(CTL_COLOR_GREY), ctl_glyph(CTL_GLYPH_ELLIPSIS), p->needs_restart->len - shown,
+                           ctl_color(CTL_COLOR_NORMAL));
 }
 
 /* Services of Scope=service policies: THP taken away from their processes only. */
@@ -315,6 +367,7 @@ static void print_status_text(CtlOutput *out, const CtlProperties *p, char *cons
 }
 
 int verb_status(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
+        arg_full = o->full;
         return print_properties(o, out, NULL, true, print_status_text);
 }
 

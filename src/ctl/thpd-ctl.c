@@ -51,7 +51,7 @@ static void help(FILE *f) {
                 "     --json            Print JSON (status, show, list, explain, cat, verify,\n"
                 "                       monitor, await); the schema is in thpd-ctl(1)\n"
                 "     --no-legend       Omit the header and footer of list\n"
-                "  -l --full            Do not cut lines at the terminal width\n"
+                "  -l --full            Do not cut lines at the terminal width or shorten lists\n"
                 "     --no-pager        Accepted for habit's sake: thpd-ctl never pages\n"
                 "  -p --property=NAME   Show only these properties (show; repeatable, or NAME,NAME)\n"
                 "     --value           Print values only, without Key= (show)\n"

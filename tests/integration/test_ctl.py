@@ -353,6 +353,33 @@ class ExitCodesTest(ApiTestCase):
         self.assertEqual(self.ctl('reload', check=False).returncode, 0)
 
 
+class ManyPoliciesTest(ApiTestCase):
+    """status stays a page with many policies active; --full and --json list every one."""
+
+    def test_status_counts_what_it_does_not_list(self):
+        names = [f'many-{i:02d}' for i in range(11)]
+        for name in names:
+            self.write_policy(f'{name}.conf', f'[Policy]\nUnits={name}.service\n[TransparentHugePages]\nDefrag=madvise\n')
+        self.start_thpd()
+        for name in names:
+            self.start_unit(f'{name}.service', 'sleep', '600')
+        wait_until(lambda: len(busctl_property(self.stack, 'ActivePolicies')) == len(names), message='11 active policies')
+
+        lines = self.ctl('status').stdout.splitlines()
+        listed = [n for n in names if any(line.strip().startswith(f'{n}.conf (') or f' {n}.conf (' in line
+                                          for line in lines)]
+        self.assertEqual(listed, names[:8], lines)
+        self.assertIn('… and 3 more active policies (--full lists them all)', [line.strip() for line in lines])
+
+        full = self.ctl('--full', 'status').stdout
+        for name in names:
+            self.assertIn(f'{name}.conf ({name}.service)', full)
+        self.assertNotIn('more active policies', full)
+
+        self.assertEqual(sorted(p['policy'] for p in self.ctl_json('status')['active_policies']),
+                         [f'{n}.conf' for n in names])
+
+
 class OtherBusTest(ApiTestCase):
     """thpd on one bus, thpd-ctl asking the other: it says so."""
 
