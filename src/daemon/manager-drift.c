@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <syslog.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+#include "manager-drift.h"
+#include "sysfs.h"
+#include "util.h"
+
+typedef struct DriftCount {
+        char *knob;
+        char *writer;
+        uint64_t count;
+} DriftCount;
+
+static void drift_count_free(gpointer p) {
+        DriftCount *c = p;
+
+        g_free(c->knob);
+        g_free(c->writer);
+        g_free(c);
+}
+
+/* The metrics label of a change nobody could be credited with; no unit is named like this. */
+#define UNKNOWN_WRITER_LABEL "unknown"
+
+static void count_drift(Manager *m, Knob k, const char *writer) {
+        g_autofree char *key = g_strdup_printf("%s\n%s", knob_name(k), writer ?: "");
+        DriftCount *c;
+
+        if (!m->drift_counts)
+                m->drift_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drift_count_free);
+        c = g_hash_table_lookup(m->drift_counts, key);
+        if (!c) {
+                c = g_new0(DriftCount, 1);
+                c->knob = g_strdup(knob_name(k));
+                c->writer = g_strdup(writer ?: UNKNOWN_WRITER_LABEL);
+                g_hash_table_insert(m->drift_counts, g_steal_pointer(&key), c);
+        }
+        c->count++;
+}
+
+static gint compare_counts(gconstpointer a, gconstpointer b) {
+        const MetricsDrift *x = a, *y = b;
+        int r = strcmp(x->knob, y->knob);
+
+        return r != 0 ? r : strcmp(x->writer, y->writer);
+}
+
+GArray *manager_drift_counts(const Manager *m) {
+        GArray *counts = g_array_new(FALSE, TRUE, sizeof(MetricsDrift));
+        GHashTableIter iter;
+        DriftCount *c;
+
+        if (!m->drift_counts)
+                return counts;
+        g_hash_table_iter_init(&iter, m->drift_counts);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &c)) {
+                MetricsDrift d = { .knob = c->knob, .writer = c->writer, .count = c->count };
+
+                g_array_append_val(counts, d);
+        }
+        g_array_sort(counts, compare_counts);
+        return counts;
+}
+
+/* Whether a source wants the knob's value: exactly the knobs the plan would not adopt. */
+static bool knob_held(const Manager *m, Knob k) {
+        return m->target.source[k].kind != SOURCE_BASELINE || m->owned[k] ||
+               m->settings.baseline[k] != KNOB_VALUE_UNSET;
+}
+
+static char *describe_event(const Manager *m, const DriftEvent *e) {
+        g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
+        g_autofree char *what = NULL;
+        char expected[24], found[24];
+
+        switch (e->action) {
+        case DRIFT_ACTION_RESTORE: {
+                g_autofree char *reason = manager_knob_reason(m, e->knob);
+
+                what = g_strdup_printf("restoring %s (%s)", knob_value_to_string(e->knob, e->expected, expected),
+                                       reason);
+                break;
+        }
+        case DRIFT_ACTION_ADOPT:
+                what = g_strdup("no policy holds it; taking it as the baseline");
+                break;
+        default: {
+                const DriftConflict *c = drift_conflict(&m->drift, e->knob);
+
+                what = c ? drift_describe_conflict(c) : g_strdup("thpd no longer restores it");
+                break;
+        }
+        }
+        return g_strdup_printf("%s: found %s instead of %s, %s; %s", knob_name(e->knob),
+                               knob_value_to_string(e->knob, e->found, found),
+                               knob_value_to_string(e->knob, e->expected, expected), who, what);
+}
+
+static void journal_event(const Manager *m, const DriftEvent *e) {
+        g_autofree char *message = describe_event(m, e);
+        int priority = e->action == DRIFT_ACTION_YIELD ? LOG_WARNING : LOG_NOTICE;
+        char expected[24], found[24];
+        int r;
+
+        r = sd_journal_send("MESSAGE=%s", message,
+                            "MESSAGE_ID=" DRIFT_MESSAGE_ID,
+                            "PRIORITY=%d", priority,
+                            "SYSLOG_IDENTIFIER=%s", program_invocation_short_name,
+                            "THPD_KNOB=%s", knob_name(e->knob),
+                            "THPD_VALUE_EXPECTED=%s", knob_value_to_string(e->knob, e->expected, expected),
+                            "THPD_VALUE_FOUND=%s", knob_value_to_string(e->knob, e->found, found),
+                            "THPD_WRITER=%s", e->writer ?: "",
+                            "THPD_DRIFT_ACTION=%s", drift_action_to_string(e->action),
+                            NULL);
+        /* As for storms: under systemd stderr already goes to the journal, where the structured
+         * entry is the one to keep; elsewhere the plain line is all there is. */
+        if (r < 0 || !getenv("JOURNAL_STREAM"))
+                log_full(priority, "%s", message);
+}
+
+static void publish_drift(Manager *m, const DriftEvent *events, size_t n_events) {
+        for (guint i = 0; i < m->listeners->len; i++) {
+                const ManagerListenerEntry *e = &g_array_index(m->listeners, ManagerListenerEntry, i);
+
+                if (e->listener->drift)
+                        e->listener->drift(m, events, n_events, e->userdata);
+        }
+}
+
+static void on_writer_state(const char *unit, int r, const char *active_state, void *userdata) {
+        Manager *m = userdata;
+        bool running;
+
+        if (r < 0) {
+                log_debug_errno(r, "Cannot tell whether %s stopped: %m", unit);
+                return;
+        }
+        running = streq(active_state, "active") || streq(active_state, "activating") ||
+                  streq(active_state, "reloading");
+        if (!drift_writer_state(&m->drift, unit, running))
+                return;
+        log_notice("%s stopped; thpd restores the knobs it gave up to it again.", unit);
+        publish_drift(m, NULL, 0);
+        manager_apply(m);
+}
+
+static void event_clear(gpointer p) {
+        g_free(((DriftEvent *) p)->writer);
+}
+
+void manager_check_drift(Manager *m, const DriftJob *job) {
+        g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
+        uint64_t now, now_realtime;
+        const char *writer;
+
+        /* Before the first apply with the unit list there is nothing thpd applied to compare. */
+        if (!m->applied_once || !manager_units_known(m))
+                return;
+
+        g_array_set_clear_func(events, event_clear);
+        now = now_usec(CLOCK_MONOTONIC);
+        now_realtime = now_usec(CLOCK_REALTIME);
+        writer = drift_attribute(job, now);
+
+        FOREACH_KNOB(k) {
+                KnobValue found;
+                DriftEvent e;
+
+                if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE)
+                        continue;
+                /* A knob that cannot be read is the next apply's error to report. */
+                if (sysfs_read_knob(m->sysfs_root, k, &found) < 0 || found == m->applied[k])
+                        continue;
+
+                e = (DriftEvent) {
+                        .knob = k,
+                        .expected = m->applied[k],
+                        .found = found,
+                        .writer = g_strdup(writer),
+                        .job_age_usec = writer ? now - job->ended_usec : 0,
+                        .when_usec = now_realtime,
+                };
+                e.action = drift_decide(&m->drift, &m->settings.drift, k, knob_held(m, k), writer, found, now,
+                                        now_realtime);
+                count_drift(m, k, writer);
+                journal_event(m, &e);
+                g_array_append_val(events, e);
+        }
+
+        if (events->len == 0)
+                return;
+        for (guint i = 0; i < events->len; i++) {
+                DriftEvent copy = g_array_index(events, DriftEvent, i);
+
+                copy.writer = g_strdup(copy.writer);
+                drift_record(&m->drift, &copy);
+        }
+        publish_drift(m, (const DriftEvent *) events->data, events->len);
+        /* The plan restores what is held, adopts what is not and leaves the yielded alone. */
+        manager_apply(m);
+}
+
+static void on_job_ended(UnitTracker *t, const char *unit, const char *result, void *userdata) {
+        Manager *m = userdata;
+        DriftJob job = { .unit = unit, .ended_usec = now_usec(CLOCK_MONOTONIC) };
+        int r;
+
+        manager_check_drift(m, &job);
+
+        /* A conflict lasts until its writer stops: ask only about writers in conflict. */
+        if (drift_has_writer(&m->drift, unit)) {
+                r = unit_tracker_query_active_state(t, unit, on_writer_state, m);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot ask whether %s stopped: %m", unit);
+        }
+}
+
+void manager_drift_start(Manager *m) {
+        if (m->units)
+                unit_tracker_set_job_ended(m->units, on_job_ended);
+}
