@@ -149,14 +149,36 @@ static void on_writer_state(const char *unit, int r, const char *active_state, v
         manager_apply(m);
 }
 
+/* A conflict lasts until its writer stops: ask only about writers in conflict. */
+static void query_writer(Manager *m, const char *unit) {
+        int r;
+
+        if (!m->units || !drift_has_writer(&m->drift, unit))
+                return;
+        r = unit_tracker_query_active_state(m->units, unit, on_writer_state, m);
+        if (r < 0)
+                log_debug_errno(r, "Cannot ask whether %s stopped: %m", unit);
+}
+
 static void event_clear(gpointer p) {
         g_free(((DriftEvent *) p)->writer);
 }
 
 void manager_check_drift(Manager *m, const DriftJob *job) {
         g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
+        g_autofree char *pending_unit = NULL;
+        DriftJob pending;
         uint64_t now, now_realtime;
         const char *writer;
+
+        /* A status call right behind a job end: the change is that job's unit's, not unknown. */
+        if (!job && m->drift_job_unit) {
+                pending_unit = g_steal_pointer(&m->drift_job_unit);
+                pending = (DriftJob) { .unit = pending_unit, .ended_usec = m->drift_job_usec };
+                job = &pending;
+        }
+        if (m->drift_event)
+                (void) sd_event_source_set_enabled(m->drift_event, SD_EVENT_OFF);
 
         /* Before the first apply with the unit list there is nothing thpd applied to compare. */
         if (!m->applied_once || !manager_units_known(m))
@@ -194,6 +216,9 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
 
         if (events->len == 0)
                 return;
+        /* A conflict that began now: whether its writer runs tells when it stops. */
+        if (writer)
+                query_writer(m, writer);
         for (guint i = 0; i < events->len; i++) {
                 DriftEvent copy = g_array_index(events, DriftEvent, i);
 
@@ -205,19 +230,41 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
         manager_apply(m);
 }
 
-static void on_job_ended(UnitTracker *t, const char *unit, const char *result, void *userdata) {
-        Manager *m = userdata;
-        DriftJob job = { .unit = unit, .ended_usec = now_usec(CLOCK_MONOTONIC) };
+static int on_drift_event(sd_event_source *s, void *userdata) {
+        manager_check_drift(userdata, NULL);
+        return 0;
+}
+
+/* After the bus messages already received, before a queued apply (SD_EVENT_PRIORITY_IDLE): a
+ * start or stop brings several job ends at once, and a signal handled late must not credit its
+ * unit with a change the next job in the queue made. The last job end is credited. */
+#define DRIFT_EVENT_PRIORITY (SD_EVENT_PRIORITY_IDLE - 1)
+
+static void queue_check(Manager *m, const char *unit) {
         int r;
 
-        manager_check_drift(m, &job);
-
-        /* A conflict lasts until its writer stops: ask only about writers in conflict. */
-        if (drift_has_writer(&m->drift, unit)) {
-                r = unit_tracker_query_active_state(t, unit, on_writer_state, m);
-                if (r < 0)
-                        log_debug_errno(r, "Cannot ask whether %s stopped: %m", unit);
+        g_free(m->drift_job_unit);
+        m->drift_job_unit = g_strdup(unit);
+        m->drift_job_usec = now_usec(CLOCK_MONOTONIC);
+        if (!m->drift_event) {
+                r = sd_event_add_defer(m->event, &m->drift_event, on_drift_event, m);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(m->drift_event, DRIFT_EVENT_PRIORITY);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot queue a look at the knobs, looking at once: %m");
+                        m->drift_event = sd_event_source_disable_unref(m->drift_event);
+                        manager_check_drift(m, NULL);
+                        return;
+                }
         }
+        (void) sd_event_source_set_enabled(m->drift_event, SD_EVENT_ONESHOT);
+}
+
+static void on_job_ended(UnitTracker *t, const char *unit, const char *result, void *userdata) {
+        Manager *m = userdata;
+
+        queue_check(m, unit);
+        query_writer(m, unit);
 }
 
 void manager_drift_start(Manager *m) {

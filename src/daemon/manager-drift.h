@@ -15,7 +15,8 @@
 void manager_drift_start(Manager *m);
 
 /* Reads the knobs and acts on those that changed since the last apply. job: the job that just
- * ended, credited with the change; NULL at a status call, when the writer is unknown. */
+ * ended, credited with the change; NULL at a status call: then a job end still waiting for its
+ * look is credited, and without one the writer is unknown. */
 void manager_check_drift(Manager *m, const DriftJob *job);
 
 /* How often each (knob, writer) was found changed, for the metrics; sorted. */

@@ -89,6 +89,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->apply_event);
         sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->override_timer);
+        sd_event_source_disable_unref(m->drift_event);
+        g_free(m->drift_job_unit);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
         /* After the bus: freeing it ends the calls in flight, which leave this list. */

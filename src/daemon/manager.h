@@ -91,6 +91,9 @@ typedef struct Manager {
         char *unit_record;             /* as last written to the runtime directory */
 
         DriftState drift;              /* knobs written behind thpd's back (manager-drift.c) */
+        sd_event_source *drift_event;  /* looks at the knobs once the queued job ends are handled */
+        char *drift_job_unit;          /* the last job end since, credited with what it finds */
+        uint64_t drift_job_usec;       /* CLOCK_MONOTONIC, when that signal came */
         GHashTable *drift_counts;      /* "knob\nwriter" -> times found changed, for the metrics */
 
         struct StormWatcher *storm;    /* NULL until the storm watcher runs */

@@ -72,6 +72,10 @@ class DriftTest(ThpdTestCase):
         daemon = self.start_thpd()
         self.start_unit(APP)
         self.wait_knobs(enabled='madvise')
+        # The knob moves at the start job's JobNew; a status call, answered in order after the
+        # JobRemoved that follows, makes sure thpd has looked at that job's end before a
+        # writer runs: a slow daemon (valgrind) would credit the app's job with the change.
+        self.ctl('show', '-p', 'Version')
         return daemon
 
     def writer_command(self, knob, value, count_file=None):
