@@ -232,15 +232,16 @@ static void print_isolated(CtlOutput *out, const CtlProperties *p) {
 
 /* Writers thpd stopped fighting, then the last knobs found changed behind its back. */
 static void print_drift(CtlOutput *out, const CtlProperties *p) {
-        static const char conflict_label[] = "Conflict: ", drift_label[] = "Drift: ";
-
         for (guint i = 0; i < p->drift_conflicts->len; i++) {
                 const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
                 g_autofree char *since = ctl_format_timestamp(c->since);
 
-                ctl_printf(out, "  %-*s%s%s%s (since %s; until thpd-ctl reload or %s stops)\n",
-                           (int) strlen(conflict_label), i == 0 ? conflict_label : "", ctl_color(CTL_COLOR_YELLOW), c->text,
-                           ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+                if (i == 0)
+                        print_label(out, "Conflict:");
+                else
+                        print_continuation(out);
+                ctl_printf(out, "%s%s%s (since %s; until thpd-ctl reload or %s stops)\n", ctl_color(CTL_COLOR_YELLOW),
+                           c->text, ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
         }
         for (guint i = 0; i < p->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
@@ -250,8 +251,11 @@ static void print_drift(CtlOutput *out, const CtlProperties *p) {
                                         d->job_age_usec / 1000) :
                         g_strdup("unknown writer");
 
-                ctl_printf(out, "  %-*s%s %s=%s instead of %s, %s; %s\n", (int) strlen(drift_label),
-                           i == 0 ? drift_label : "", when, d->knob, d->found, d->expected, who, d->action);
+                if (i == 0)
+                        print_label(out, "Drift:");
+                else
+                        print_continuation(out);
+                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, who, d->action);
         }
 }
 

@@ -194,8 +194,10 @@ class DriftTest(ThpdTestCase):
         explain = self.ctl('explain', 'enabled')
         self.assertIn('Conflict: thpd-test-loop.service keeps setting enabled=never: thpd no longer restores it',
                       explain)
-        self.assertRegex(self.ctl('status'), r'Conflict: thpd-test-loop\.service keeps setting enabled=never: '
-                                             r'thpd no longer restores it \(since ')
+        status = self.ctl('status')
+        self.assertRegex(status, r'Conflict: thpd-test-loop\.service keeps setting enabled=never: '
+                                 r'thpd no longer restores it \(since ')
+        self.assertIn('; 1 knob(s) left to a writer that keeps rewriting them', status.splitlines()[0])
 
         # A reload settles the fight: thpd writes its value again, once.
         self.ctl('reload')
