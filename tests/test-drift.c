@@ -67,7 +67,7 @@ START_TEST(test_restore_then_conflict) {
         c = drift_conflict(&S, KNOB_ENABLED);
         ck_assert_ptr_nonnull(c);
         ck_assert_str_eq(c->writer, "loop.service");
-        ck_assert_int_eq(c->since_usec, T0 + 10 * USEC_PER_SEC);
+        ck_assert_int_eq(c->since_realtime_usec, T0 + 10 * USEC_PER_SEC);
         ck_assert(drift_has_writer(&S, "loop.service"));
 
         ck_assert_int_eq(decide(KNOB_ENABLED, true, "loop.service", T0 + 11 * USEC_PER_SEC), DRIFT_ACTION_YIELD);

@@ -102,7 +102,6 @@ DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, b
                         .knob = k,
                         .writer = g_strdup(writer),
                         .value = found,
-                        .since_usec = now_usec,
                         .since_realtime_usec = now_realtime_usec,
                 };
 

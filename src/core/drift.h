@@ -56,7 +56,6 @@ typedef struct DriftConflict {
         Knob knob;
         char *writer;         /* NULL: unknown writer */
         KnobValue value;      /* what the writer keeps setting */
-        uint64_t since_usec;  /* CLOCK_MONOTONIC */
         uint64_t since_realtime_usec;
         /* The writer was seen running (activating, active, reloading) since: it can stop. A
          * oneshot that writes and exits never runs, and its conflict lasts until a reload. */
@@ -82,7 +81,8 @@ const char *drift_attribute(const DriftJob *job, uint64_t found_usec);
  * override, storm mitigation or a pinned baseline wants the knob's value (or thpd moved it from
  * the baseline), so the change is undone, unless this writer (NULL: unknown) already changed it
  * more than max_restores times within the window, or the knob is in conflict already. Records
- * the restore or the conflict. */
+ * the restore (now_usec, CLOCK_MONOTONIC, for the window) or the conflict (now_realtime_usec,
+ * for people). */
 DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, bool held, const char *writer,
                          KnobValue found, uint64_t now_usec, uint64_t now_realtime_usec);
 

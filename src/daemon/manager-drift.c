@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
@@ -260,7 +259,7 @@ static void queue_check(Manager *m, const char *unit) {
         (void) sd_event_source_set_enabled(m->drift_event, SD_EVENT_ONESHOT);
 }
 
-static void on_job_ended(UnitTracker *t, const char *unit, const char *result, void *userdata) {
+static void on_job_ended(UnitTracker *t, const char *unit, void *userdata) {
         Manager *m = userdata;
 
         queue_check(m, unit);

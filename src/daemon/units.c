@@ -332,7 +332,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (sd_bus_message_read(m, "uoss", &id, &job_path, &name, &result) < 0)
                 return 0;
         if (t->ready && t->job_ended)
-                t->job_ended(t, name, result, t->userdata);
+                t->job_ended(t, name, t->userdata);
         u = g_hash_table_lookup(t->units, name);
         if (!u || u->start_job != id)
                 return 0;

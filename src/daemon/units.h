@@ -35,7 +35,7 @@ typedef void (*UnitsChanged)(UnitTracker *t, bool start_queued, void *userdata);
 /* Called when a job of any unit ends, tracked or not, as the signal comes: whatever the job
  * did is done by then (a oneshot ran, a service started), which is when thpd looks for knobs
  * written behind its back. */
-typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, const char *result, void *userdata);
+typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, void *userdata);
 /* A unit's ActiveState as the systemd manager answered ("active", "inactive", ...); NULL with
  * r < 0 when it could not be read. */
 typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, void *userdata);
