@@ -19,11 +19,22 @@ static void restores_free(gpointer p) {
 }
 
 static void conflict_clear(gpointer p) {
-        g_free(((DriftConflict *) p)->writer);
+        DriftConflict *c = p;
+
+        g_free(c->item);
+        g_free(c->writer);
+        g_free(c->value);
+}
+
+void drift_event_clear(DriftEvent *e) {
+        g_clear_pointer(&e->item, g_free);
+        g_clear_pointer(&e->expected, g_free);
+        g_clear_pointer(&e->found, g_free);
+        g_clear_pointer(&e->writer, g_free);
 }
 
 static void event_clear(gpointer p) {
-        g_free(((DriftEvent *) p)->writer);
+        drift_event_clear(p);
 }
 
 void drift_state_init(DriftState *s) {
@@ -54,22 +65,22 @@ const char *drift_attribute(const DriftJob *job, uint64_t found_usec) {
 }
 
 /* The unknown writer is counted too: thpd must not fight anyone without end. */
-static char *restores_key(Knob k, const char *writer) {
-        return g_strdup_printf("%s\n%s", knob_name(k), writer ?: "");
+static char *restores_key(const char *item, const char *writer) {
+        return g_strdup_printf("%s\n%s", item, writer ?: "");
 }
 
-static DriftConflict *find_conflict(const DriftState *s, Knob k) {
+static DriftConflict *find_conflict(const DriftState *s, const char *item) {
         for (guint i = 0; i < s->conflicts->len; i++) {
                 DriftConflict *c = &g_array_index(s->conflicts, DriftConflict, i);
 
-                if (c->knob == k)
+                if (streq(c->item, item))
                         return c;
         }
         return NULL;
 }
 
-DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, bool held, const char *writer,
-                         KnobValue found, uint64_t now_usec, uint64_t now_realtime_usec) {
+DriftAction drift_decide(DriftState *s, const DriftSettings *settings, const char *item, bool held,
+                         const char *writer, const char *found, uint64_t now_usec, uint64_t now_realtime_usec) {
         DriftConflict *c;
         GArray *times;
         char *key;
@@ -77,14 +88,15 @@ DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, b
         if (!held)
                 return DRIFT_ACTION_ADOPT;
 
-        /* Once thpd gave a knob up, any writer may set it until the conflict is over. */
-        c = find_conflict(s, k);
+        /* Once thpd gave an item up, any writer may set it until the conflict is over. */
+        c = find_conflict(s, item);
         if (c) {
-                c->value = found;
+                g_free(c->value);
+                c->value = g_strdup(found);
                 return DRIFT_ACTION_YIELD;
         }
 
-        key = restores_key(k, writer);
+        key = restores_key(item, writer);
         times = g_hash_table_lookup(s->restores, key);
         if (!times) {
                 times = g_array_new(FALSE, FALSE, sizeof(uint64_t));
@@ -99,9 +111,9 @@ DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, b
 
         if (times->len >= settings->max_restores) {
                 DriftConflict new_conflict = {
-                        .knob = k,
+                        .item = g_strdup(item),
                         .writer = g_strdup(writer),
-                        .value = found,
+                        .value = g_strdup(found),
                         .since_realtime_usec = now_realtime_usec,
                 };
 
@@ -116,16 +128,21 @@ void drift_record(DriftState *s, DriftEvent *event) {
         if (s->recent->len >= DRIFT_RECENT_MAX)
                 g_array_remove_index(s->recent, 0);
         g_array_append_val(s->recent, *event);
-        event->writer = NULL;
+        *event = (DriftEvent) {};
 }
 
-const DriftConflict *drift_conflict(const DriftState *s, Knob k) {
-        return find_conflict(s, k);
+const DriftConflict *drift_conflict(const DriftState *s, const char *item) {
+        return find_conflict(s, item);
 }
 
 void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]) {
-        FOREACH_KNOB(k)
-                ret[k] = find_conflict(s, k);
+        Knob k;
+
+        FOREACH_KNOB(i)
+                ret[i] = false;
+        for (guint i = 0; i < s->conflicts->len; i++)
+                if (knob_from_name(g_array_index(s->conflicts, DriftConflict, i).item, &k) >= 0)
+                        ret[k] = true;
 }
 
 bool drift_has_writer(const DriftState *s, const char *unit) {
@@ -177,9 +194,6 @@ char *drift_describe_writer(const char *writer, uint64_t job_age_usec) {
 }
 
 char *drift_describe_conflict(const DriftConflict *c) {
-        char buf[24];
-
         return g_strdup_printf("%s keeps setting %s=%s: thpd no longer restores it",
-                               c->writer ?: "an unknown writer", knob_name(c->knob),
-                               knob_value_to_string(c->knob, c->value, buf));
+                               c->writer ?: "an unknown writer", c->item, c->value);
 }

@@ -7,10 +7,13 @@
 
 #include "knob.h"
 
-/* Knobs written behind thpd's back (TuneD's vm plugin, sysfsutils, an admin's oneshot unit): who
- * likely wrote them, and whether thpd restores its value, adopts the new one as the baseline, or
- * stops fighting a writer that keeps rewriting it. No I/O: the daemon reads the knobs when a
- * unit's job ends or before answering a status call, and hands this what it found. */
+/* Knobs and hugetlb pools written behind thpd's back (TuneD's vm plugin, sysfsutils, an admin's
+ * oneshot unit): who likely wrote them, and whether thpd restores its value, adopts the new one
+ * as the baseline, or stops fighting a writer that keeps rewriting it. No I/O: the daemon reads
+ * them when a unit's job ends or before answering a status call, and hands this what it found.
+ * An item is named as the file below /sys/kernel/mm/ that users know: a knob by its name
+ * ("enabled", "khugepaged/defrag"), a pool as "hugepages-2048kB/nr_hugepages" (with "nodeN/"
+ * in front for one NUMA node); values are text, as the kernel shows them. */
 
 #define DRIFT_DEFAULT_MAX_RESTORES 3U
 #define DRIFT_DEFAULT_RESTORE_WINDOW_USEC (10 * 60 * UINT64_C(1000000))
@@ -42,20 +45,20 @@ typedef enum DriftAction {
 const char *drift_action_to_string(DriftAction a);
 
 typedef struct DriftEvent {
-        Knob knob;
-        KnobValue expected;   /* what thpd had applied */
-        KnobValue found;
+        char *item;
+        char *expected;       /* what thpd had applied */
+        char *found;
         char *writer;         /* the unit credited with the change; NULL: unknown writer */
         uint64_t job_age_usec;/* with a writer: how long before the change was found its job ended */
         DriftAction action;
         uint64_t when_usec;   /* CLOCK_REALTIME, for people */
 } DriftEvent;
 
-/* A writer thpd stopped fighting over a knob. */
+/* A writer thpd stopped fighting over an item. */
 typedef struct DriftConflict {
-        Knob knob;
+        char *item;
         char *writer;         /* NULL: unknown writer */
-        KnobValue value;      /* what the writer keeps setting */
+        char *value;          /* what the writer keeps setting */
         uint64_t since_realtime_usec;
         /* The writer was seen running (activating, active, reloading) since: it can stop. A
          * oneshot that writes and exits never runs, and its conflict lasts until a reload. */
@@ -63,8 +66,8 @@ typedef struct DriftConflict {
 } DriftConflict;
 
 typedef struct DriftState {
-        GHashTable *restores; /* "knob\nwriter" -> GArray of CLOCK_MONOTONIC µs of restores */
-        GArray *conflicts;    /* DriftConflict, at most one per knob */
+        GHashTable *restores; /* "item\nwriter" -> GArray of CLOCK_MONOTONIC µs of restores */
+        GArray *conflicts;    /* DriftConflict, at most one per item */
         GArray *recent;       /* DriftEvent, oldest first, at most DRIFT_RECENT_MAX */
 } DriftState;
 
@@ -77,20 +80,21 @@ void drift_reset(DriftState *s);
  * or one that ended more than DRIFT_ATTRIBUTION_USEC before. */
 const char *drift_attribute(const DriftJob *job, uint64_t found_usec);
 
-/* What to do about a knob found at `found` instead of the value thpd applied. held: a policy,
- * override, storm mitigation or a pinned baseline wants the knob's value (or thpd moved it from
+/* What to do about an item found at `found` instead of the value thpd applied. held: a policy,
+ * override, storm mitigation or a pinned baseline wants the item's value (or thpd moved it from
  * the baseline), so the change is undone, unless this writer (NULL: unknown) already changed it
- * more than max_restores times within the window, or the knob is in conflict already. Records
+ * more than max_restores times within the window, or the item is in conflict already. Records
  * the restore (now_usec, CLOCK_MONOTONIC, for the window) or the conflict (now_realtime_usec,
  * for people). */
-DriftAction drift_decide(DriftState *s, const DriftSettings *settings, Knob k, bool held, const char *writer,
-                         KnobValue found, uint64_t now_usec, uint64_t now_realtime_usec);
+DriftAction drift_decide(DriftState *s, const DriftSettings *settings, const char *item, bool held,
+                         const char *writer, const char *found, uint64_t now_usec, uint64_t now_realtime_usec);
 
-/* Keeps the event (taking its writer) among the recent ones. */
+/* Keeps the event (taking its strings) among the recent ones. */
 void drift_record(DriftState *s, DriftEvent *event);
+void drift_event_clear(DriftEvent *event);
 
-const DriftConflict *drift_conflict(const DriftState *s, Knob k);
-/* Knobs in conflict: thpd leaves them at whatever the writer set. */
+const DriftConflict *drift_conflict(const DriftState *s, const char *item);
+/* Knobs in conflict: thpd leaves them at whatever the writer set (pools: drift_conflict()). */
 void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);

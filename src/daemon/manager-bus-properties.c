@@ -335,10 +335,9 @@ int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *inte
         for (guint i = 0; r >= 0 && i < m->drift.conflicts->len; i++) {
                 const DriftConflict *c = &g_array_index(m->drift.conflicts, DriftConflict, i);
                 g_autofree char *text = drift_describe_conflict(c);
-                char value[24];
 
-                r = sd_bus_message_append(reply, "(sssts)", knob_name(c->knob), c->writer ?: "",
-                                          bus_knob_value(c->knob, c->value, value), c->since_realtime_usec, text);
+                r = sd_bus_message_append(reply, "(sssts)", c->item, c->writer ?: "", c->value, c->since_realtime_usec,
+                                          text);
         }
         if (r < 0)
                 return r;
@@ -353,11 +352,8 @@ int property_get_recent_drift(sd_bus *bus, const char *path, const char *interfa
         r = sd_bus_message_open_container(reply, 'a', "(ssssstt)");
         for (guint i = 0; r >= 0 && i < m->drift.recent->len; i++) {
                 const DriftEvent *e = &g_array_index(m->drift.recent, DriftEvent, i);
-                char expected[24], found[24];
 
-                r = sd_bus_message_append(reply, "(ssssstt)", knob_name(e->knob),
-                                          bus_knob_value(e->knob, e->expected, expected),
-                                          bus_knob_value(e->knob, e->found, found), e->writer ?: "",
+                r = sd_bus_message_append(reply, "(ssssstt)", e->item, e->expected, e->found, e->writer ?: "",
                                           drift_action_to_string(e->action), e->job_age_usec, e->when_usec);
         }
         if (r < 0)

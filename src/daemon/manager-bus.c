@@ -790,11 +790,8 @@ static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void
         for (size_t i = 0; r >= 0 && i < n_events; i++) {
                 const DriftEvent *e = &events[i];
                 g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
-                char expected[24], found[24];
 
-                r = sd_bus_message_append(signal, "(ssssss)", knob_name(e->knob),
-                                          bus_knob_value(e->knob, e->expected, expected),
-                                          bus_knob_value(e->knob, e->found, found), e->writer ?: "",
+                r = sd_bus_message_append(signal, "(ssssss)", e->item, e->expected, e->found, e->writer ?: "",
                                           drift_action_to_string(e->action), who);
         }
         if (r >= 0)

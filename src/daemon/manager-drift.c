@@ -4,8 +4,11 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include <inttypes.h>
+
 #include "log.h"
 #include "manager-drift.h"
+#include "manager-pools.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -26,8 +29,8 @@ static void drift_count_free(gpointer p) {
 /* The metrics label of a change nobody could be credited with; no unit is named like this. */
 #define UNKNOWN_WRITER_LABEL "unknown"
 
-static void count_drift(Manager *m, Knob k, const char *writer) {
-        g_autofree char *key = g_strdup_printf("%s\n%s", knob_name(k), writer ?: "");
+static void count_drift(Manager *m, const char *item, const char *writer) {
+        g_autofree char *key = g_strdup_printf("%s\n%s", item, writer ?: "");
         DriftCount *c;
 
         if (!m->drift_counts)
@@ -35,7 +38,7 @@ static void count_drift(Manager *m, Knob k, const char *writer) {
         c = g_hash_table_lookup(m->drift_counts, key);
         if (!c) {
                 c = g_new0(DriftCount, 1);
-                c->knob = g_strdup(knob_name(k));
+                c->knob = g_strdup(item);
                 c->writer = g_strdup(writer ?: UNKNOWN_WRITER_LABEL);
                 g_hash_table_insert(m->drift_counts, g_steal_pointer(&key), c);
         }
@@ -72,47 +75,58 @@ static bool knob_held(const Manager *m, Knob k) {
                m->settings.baseline[k] != KNOB_VALUE_UNSET;
 }
 
-static char *describe_event(const Manager *m, const DriftEvent *e) {
+/* Why thpd holds the item, for a restore. */
+static char *item_reason(Manager *m, const char *item) {
+        Knob k;
+
+        if (knob_from_name(item, &k) >= 0)
+                return manager_knob_reason(m, k);
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                g_autofree char *name = manager_pool_item(p->page_size_kb, p->node);
+
+                if (streq(name, item))
+                        return manager_pool_reason(m, p->page_size_kb, p->node);
+        }
+        return g_strdup("no source");
+}
+
+static char *describe_event(Manager *m, const DriftEvent *e) {
         g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
         g_autofree char *what = NULL;
-        char expected[24], found[24];
 
         switch (e->action) {
         case DRIFT_ACTION_RESTORE: {
-                g_autofree char *reason = manager_knob_reason(m, e->knob);
+                g_autofree char *reason = item_reason(m, e->item);
 
-                what = g_strdup_printf("restoring %s (%s)", knob_value_to_string(e->knob, e->expected, expected),
-                                       reason);
+                what = g_strdup_printf("restoring %s (%s)", e->expected, reason);
                 break;
         }
         case DRIFT_ACTION_ADOPT:
                 what = g_strdup("no policy holds it; taking it as the baseline");
                 break;
         default: {
-                const DriftConflict *c = drift_conflict(&m->drift, e->knob);
+                const DriftConflict *c = drift_conflict(&m->drift, e->item);
 
                 what = c ? drift_describe_conflict(c) : g_strdup("thpd no longer restores it");
                 break;
         }
         }
-        return g_strdup_printf("%s: found %s instead of %s, %s; %s", knob_name(e->knob),
-                               knob_value_to_string(e->knob, e->found, found),
-                               knob_value_to_string(e->knob, e->expected, expected), who, what);
+        return g_strdup_printf("%s: found %s instead of %s, %s; %s", e->item, e->found, e->expected, who, what);
 }
 
-static void journal_event(const Manager *m, const DriftEvent *e) {
+static void journal_event(Manager *m, const DriftEvent *e) {
         g_autofree char *message = describe_event(m, e);
         int priority = e->action == DRIFT_ACTION_YIELD ? LOG_WARNING : LOG_NOTICE;
-        char expected[24], found[24];
         int r;
 
         r = sd_journal_send("MESSAGE=%s", message,
                             "MESSAGE_ID=" DRIFT_MESSAGE_ID,
                             "PRIORITY=%d", priority,
                             "SYSLOG_IDENTIFIER=%s", program_invocation_short_name,
-                            "THPD_KNOB=%s", knob_name(e->knob),
-                            "THPD_VALUE_EXPECTED=%s", knob_value_to_string(e->knob, e->expected, expected),
-                            "THPD_VALUE_FOUND=%s", knob_value_to_string(e->knob, e->found, found),
+                            "THPD_KNOB=%s", e->item,
+                            "THPD_VALUE_EXPECTED=%s", e->expected,
+                            "THPD_VALUE_FOUND=%s", e->found,
                             "THPD_WRITER=%s", e->writer ?: "",
                             "THPD_DRIFT_ACTION=%s", drift_action_to_string(e->action),
                             NULL);
@@ -143,7 +157,7 @@ static void on_writer_state(const char *unit, int r, const char *active_state, v
                   streq(active_state, "reloading");
         if (!drift_writer_state(&m->drift, unit, running))
                 return;
-        log_notice("%s stopped; thpd restores the knobs it gave up to it again.", unit);
+        log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
         publish_drift(m, NULL, 0);
         manager_apply(m);
 }
@@ -160,14 +174,32 @@ static void query_writer(Manager *m, const char *unit) {
 }
 
 static void event_clear(gpointer p) {
-        g_free(((DriftEvent *) p)->writer);
+        drift_event_clear(p);
+}
+
+/* Decides, counts, logs and keeps one item found changed. */
+static void found_changed(Manager *m, GArray *events, const char *item, bool held, char *expected, char *found,
+                          const char *writer, uint64_t job_age_usec, uint64_t now, uint64_t now_realtime) {
+        DriftEvent e = {
+                .item = g_strdup(item),
+                .expected = expected,
+                .found = found,
+                .writer = g_strdup(writer),
+                .job_age_usec = job_age_usec,
+                .when_usec = now_realtime,
+        };
+
+        e.action = drift_decide(&m->drift, &m->settings.drift, item, held, writer, found, now, now_realtime);
+        count_drift(m, item, writer);
+        journal_event(m, &e);
+        g_array_append_val(events, e);
 }
 
 void manager_check_drift(Manager *m, const DriftJob *job) {
         g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
         g_autofree char *pending_unit = NULL;
         DriftJob pending;
-        uint64_t now, now_realtime;
+        uint64_t now, now_realtime, job_age;
         const char *writer;
 
         /* A status call right behind a job end: the change is that job's unit's, not unknown. */
@@ -188,29 +220,39 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
         now_realtime = now_usec(CLOCK_REALTIME);
         writer = drift_attribute(job, now);
 
+        job_age = writer ? now - job->ended_usec : 0;
+
         FOREACH_KNOB(k) {
                 KnobValue found;
-                DriftEvent e;
+                char a[24], b[24];
 
                 if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE)
                         continue;
                 /* A knob that cannot be read is the next apply's error to report. */
                 if (sysfs_read_knob(m->sysfs_root, k, &found) < 0 || found == m->applied[k])
                         continue;
+                found_changed(m, events, knob_name(k), knob_held(m, k),
+                              g_strdup(knob_value_to_string(k, m->applied[k], a)),
+                              g_strdup(knob_value_to_string(k, found, b)), writer, job_age, now, now_realtime);
+        }
 
-                e = (DriftEvent) {
-                        .knob = k,
-                        .expected = m->applied[k],
-                        .found = found,
-                        .writer = g_strdup(writer),
-                        .job_age_usec = writer ? now - job->ended_usec : 0,
-                        .when_usec = now_realtime,
-                };
-                e.action = drift_decide(&m->drift, &m->settings.drift, k, knob_held(m, k), writer, found, now,
-                                        now_realtime);
-                count_drift(m, k, writer);
-                journal_event(m, &e);
-                g_array_append_val(events, e);
+        /* The pools as the last apply left them. One that a policy sizes (or thpd moved from its
+         * baseline) is held; any other follows whoever sized it, as the apply does. */
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
+                const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
+                g_autofree char *item = NULL;
+                PoolState state;
+                bool held;
+
+                if (!b || sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
+                    state.nr == p->allocated)
+                        continue;
+                held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
+                item = manager_pool_item(p->page_size_kb, p->node);
+                found_changed(m, events, item, held, g_strdup_printf("%" PRIu64, p->allocated),
+                              g_strdup_printf("%" PRIu64, state.nr), writer, job_age, now, now_realtime);
         }
 
         if (events->len == 0)
@@ -219,9 +261,13 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
         if (writer)
                 query_writer(m, writer);
         for (guint i = 0; i < events->len; i++) {
-                DriftEvent copy = g_array_index(events, DriftEvent, i);
+                const DriftEvent *e = &g_array_index(events, DriftEvent, i);
+                DriftEvent copy = *e;
 
-                copy.writer = g_strdup(copy.writer);
+                copy.item = g_strdup(e->item);
+                copy.expected = g_strdup(e->expected);
+                copy.found = g_strdup(e->found);
+                copy.writer = g_strdup(e->writer);
                 drift_record(&m->drift, &copy);
         }
         publish_drift(m, (const DriftEvent *) events->data, events->len);

@@ -11,7 +11,9 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
   that unit stops, then thpd restores the knob;
 - a knob no policy holds is adopted as the baseline, and its writer named;
 - a write from outside any unit is found at the next status call, restored before the answer,
-  and reported as by an unknown writer.
+  and reported as by an unknown writer;
+- a hugetlb pool a policy sizes, shrunk by a oneshot unit: resized and the unit credited; after
+  MaxRestores= a conflict, the pool left as that unit set it until a reload.
 
 Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
 samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
@@ -244,6 +246,39 @@ class DriftTest(ThpdTestCase):
         self.assertRegex(status, r'Drift: .* enabled=never instead of madvise, unknown writer; restored')
         self.assertEqual(self.count(daemon, r'enabled: found never instead of madvise, unknown writer; restoring'), 1)
         self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 1)
+
+    def test_6_pool_writer(self):
+        """A oneshot unit empties the 2 MiB pool a policy sizes: thpd sizes it again and credits
+        the unit; the second time (MaxRestores=1) it leaves the pool to it until a reload."""
+        self.write_drift_config(max_restores=1)
+        self.write_policy('db.conf', '[Policy]\nUnits=thpd-test-db.service\n[HugeTLB]\nPages=16\n')
+        daemon = self.start_with_app()
+        self.start_unit('thpd-test-db.service')
+        self.wait_pool(16)
+        self.ctl('show', '-p', 'Version')
+        pool = self.kernel.pool_path()
+        writer = ('/bin/sh', '-c', f'echo 0 > {pool}')
+
+        self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
+        daemon.wait_log(r'hugepages-2048kB/nr_hugepages: found 0 instead of 16, likely written by '
+                        r'thpd-test-pool-writer\.service \(its job finished \d+ ms before\); restoring 16 '
+                        r'\(.*db\.conf for thpd-test-db\.service\)', timeout=DEADLINE)
+        self.wait_pool(16)
+
+        self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
+        daemon.wait_log(r'thpd-test-pool-writer\.service keeps setting hugepages-2048kB/nr_hugepages=0: '
+                        r'thpd no longer restores it', timeout=DEADLINE)
+        status = json.loads(self.ctl('--json', 'status'))
+        self.validate(status, 'status')
+        self.assertEqual([(c['knob'], c['writer'], c['value']) for c in status['drift_conflicts']],
+                         [('hugepages-2048kB/nr_hugepages', 'thpd-test-pool-writer.service', '0')])
+        self.assertEqual(self.kernel.read_pool(), 0)
+        self.assertIn('left at 0 pages to thpd-test-pool-writer.service', status['hugetlb_pools'][0]['shortfall'])
+
+        self.ctl('reload')
+        self.wait_pool(16)
+        self.assertEqual(self.metric('thpd_knob_drift_total',
+                                     '{knob="hugepages-2048kB/nr_hugepages",writer="thpd-test-pool-writer.service"}'), 2)
 
 
 if __name__ == '__main__':
