@@ -21,8 +21,16 @@ static void print_continuation(CtlOutput *out) {
         ctl_printf(out, "  %-*s", LABEL_WIDTH, "");
 }
 
-static bool knob_pending(const CtlKnob *k) {
-        return k->target[0] != '\0' && !streq(k->applied, k->target);
+static const CtlDriftConflict *knob_conflict(const CtlProperties *p, const char *knob) {
+        for (guint i = 0; i < p->drift_conflicts->len; i++)
+                if (streq(g_array_index(p->drift_conflicts, CtlDriftConflict, i).knob, knob))
+                        return &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
+        return NULL;
+}
+
+/* Off its target, and not because thpd left it to another writer on purpose. */
+static bool knob_pending(const CtlProperties *p, const CtlKnob *k) {
+        return k->target[0] != '\0' && !streq(k->applied, k->target) && !knob_conflict(p, k->name);
 }
 
 static CtlColor overall_color(const CtlProperties *p) {
@@ -32,7 +40,7 @@ static CtlColor overall_color(const CtlProperties *p) {
         if (streq_ptr(p->storm_state, "storm") || ctl_count_errors(p->diagnostics) > 0)
                 return CTL_COLOR_RED;
         for (guint i = 0; i < p->knobs->len; i++)
-                if (knob_pending(&g_array_index(p->knobs, CtlKnob, i)))
+                if (knob_pending(p, &g_array_index(p->knobs, CtlKnob, i)))
                         return CTL_COLOR_RED;
         for (guint i = 0; i < p->pools->len; i++)
                 warn = warn || g_array_index(p->pools, CtlPool, i).shortfall[0] != '\0';
@@ -118,6 +126,7 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                 const char *baseline = g_ptr_array_index(baselines, i);
                 g_autofree char *reason = knob_reason(k);
                 bool moved = baseline[0] != '\0';
+                const CtlDriftConflict *conflict;
 
                 if (i > 0)
                         print_continuation(out);
@@ -125,9 +134,13 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                            value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
                            streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
                            streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
-                if (knob_pending(k))
+                if (knob_pending(p, k))
                         ctl_printf(out, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
                                    k->target, ctl_color(CTL_COLOR_NORMAL));
+                else if (!streq(k->applied, k->target) && (conflict = knob_conflict(p, k->name)))
+                        ctl_printf(out, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
+                                   ctl_glyph(CTL_GLYPH_DASH), k->target, conflict->writer[0] ? conflict->writer : "another writer",
+                                   ctl_color(CTL_COLOR_NORMAL));
                 ctl_printf(out, "\n");
         }
 }

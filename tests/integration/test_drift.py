@@ -200,6 +200,8 @@ class DriftTest(ThpdTestCase):
         self.assertRegex(status, r'Conflict: thpd-test-loop\.service keeps setting enabled=never: '
                                  r'thpd no longer restores it \(since ')
         self.assertIn('; 1 knob(s) left to a writer that keeps rewriting them', status.splitlines()[0])
+        self.assertRegex(status, r'enabled +never .* target madvise left to thpd-test-loop\.service \(see Conflict\)')
+        self.assertNotIn('is not applied', status)
 
         # A reload settles the fight: thpd writes its value again, once.
         self.ctl('reload')

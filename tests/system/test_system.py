@@ -1401,6 +1401,7 @@ class SystemTest(unittest.TestCase):
         logs.mkdir(exist_ok=True)
         (logs / 'tuned-conflict-status.txt').write_text(status)
         self.assertIn(f'Conflict: {conflict}', status)
+        self.assertIn('target madvise left to tuned.service (see Conflict)', status)
         self.assertIn('likely tuned.service', status)
         show = self.show(c)
         self.assertEqual(show['DriftConflicts'], 'enabled')
