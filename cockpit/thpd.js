@@ -2,7 +2,7 @@
 /*
  * thpd's Cockpit page. Everything comes from org.thpd1 on the system bus through cockpit.dbus
  * (data/org.thpd1.Manager.xml is the contract): the properties through a proxy that follows
- * PropertiesChanged, the Applied, StormDetected and StormCleared signals as they come, and the
+ * PropertiesChanged, the Applied, StormDetected, StormCleared and Drift signals as they come, and the
  * reads that are methods (ListPolicies, Explain) or not announced (Storms) again when a change
  * event says they are stale. Nothing polls.
  *
@@ -371,6 +371,16 @@
             el("li", {}, el("strong", { class: "thpd-mono", text: unit }), ` (${policy} applied after it started)`)));
     }
 
+    /* DriftConflicts: (knob, writer, value, since µs, message). */
+    function renderDrift() {
+        const rows = manager.DriftConflicts || [];
+        $("drift-alert").hidden = rows.length === 0;
+        $("drift-list").replaceChildren(...rows.map(([knob, writer, value, since, message]) =>
+            el("li", { "data-knob": knob, "data-writer": writer },
+               el("strong", { class: "thpd-mono", text: message }),
+               ` (since ${new Date(Number(since) / 1000).toLocaleString()})`)));
+    }
+
     function renderDiagnostics() {
         const rows = manager.PolicyDiagnostics || [];
         $("diagnostics-alert").hidden = rows.length === 0;
@@ -400,6 +410,7 @@
         renderPools();
         renderStorms();
         renderRestart();
+        renderDrift();
         renderDiagnostics();
         renderIsolated();
     }
@@ -426,6 +437,10 @@
         } else if (name === "StormCleared") {
             addEvent(`${args[0]} storm cleared after ${formatDuration(args[1])}`);
             refreshStorms();
+        } else if (name === "Drift") {
+            for (const [knob, expected, found, , action, who] of args[0] || [])
+                addEvent(el("span", { class: "thpd-mono", text: `${knob}: ${found} instead of ${expected}` }),
+                         `, ${who}; ${action}`);
         }
     });
 

@@ -278,6 +278,19 @@ static void format_storms(GString *out, const MetricsInput *in) {
                    NULL, c->mitigation_steps);
 }
 
+static void format_drift(GString *out, const MetricsInput *in) {
+        Family *drift = FAMILY("thpd_knob_drift_total", "counter",
+                               "Times a knob was found changed behind thpd's back, per knob and the unit credited with "
+                               "the change (\"unknown\" when none could be).");
+
+        for (size_t i = 0; i < in->n_drift; i++)
+                sample_u64(out, drift, (const char *[]) { "knob", in->drift[i].knob, "writer", in->drift[i].writer, NULL },
+                           in->drift[i].count);
+        sample_u64(out, FAMILY("thpd_knob_drift_conflicts", "gauge",
+                               "Knobs thpd no longer restores because one writer keeps rewriting them (Drift.MaxRestores=)."),
+                   NULL, in->n_drift_conflicts);
+}
+
 char *metrics_format(const MetricsInput *in) {
         GString *out = g_string_sized_new(8192);
 
@@ -286,5 +299,6 @@ char *metrics_format(const MetricsInput *in) {
         format_policies(out, in);
         format_pools(out, in);
         format_storms(out, in);
+        format_drift(out, in);
         return g_string_free(out, FALSE);
 }

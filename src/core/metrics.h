@@ -44,6 +44,13 @@ typedef struct MetricsRestart {
         const char *unit, *policy;
 } MetricsRestart;
 
+/* How often a knob was found changed behind thpd's back, per writer. */
+typedef struct MetricsDrift {
+        const char *knob;
+        const char *writer; /* the unit credited with the change, or "unknown" */
+        uint64_t count;
+} MetricsDrift;
+
 /* Counted since the daemon started; exported as Prometheus counters. */
 typedef struct MetricsCounters {
         uint64_t knob_writes;  /* values the kernel took */
@@ -79,6 +86,9 @@ typedef struct MetricsInput {
         unsigned mitigation_level;
 
         const MetricsCounters *counters;
+        const MetricsDrift *drift;     /* sorted by knob and writer */
+        size_t n_drift;
+        unsigned n_drift_conflicts;    /* knobs thpd gave up to a writer that keeps rewriting them */
 } MetricsInput;
 
 /* The exposition text, one family after the other, each with # HELP and # TYPE; families

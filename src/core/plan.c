@@ -228,6 +228,9 @@ static KnobStep plan_knob(const PlanInput *in, const Target *t, Knob k) {
          * service needs (a restarted thpd finds its predecessor's values in place). */
         else if (!in->units_known)
                 step.action = KNOB_ACTION_HOLD;
+        /* Writing it back would only start another round of a fight thpd gave up (drift.h). */
+        else if (in->yielded && in->yielded[k] && step.current != step.target)
+                step.action = KNOB_ACTION_YIELD;
         else {
                 step.action = step.current == step.target ? KNOB_ACTION_KEEP : KNOB_ACTION_WRITE;
                 step.owned = !from_baseline || step.target != in->recorded[k];

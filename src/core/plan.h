@@ -68,6 +68,9 @@ typedef struct PlanInput {
         const KnobValue *pinned;    /* [_KNOB_MAX] thpd.conf's baseline values; UNSET: none */
         const KnobValue *mitigation;/* [_KNOB_MAX] storm mitigation votes; UNSET: none */
         const KnobValue *override;  /* [_KNOB_MAX] the admin override; UNSET: none */
+        /* [_KNOB_MAX] knobs in conflict with a writer that keeps rewriting them (drift.h);
+         * NULL: none. */
+        const bool *yielded;
         const PoolBaseline *pool_baseline;
         size_t n_pool_baseline;
 } PlanInput;
@@ -86,6 +89,7 @@ typedef enum KnobAction {
         KNOB_ACTION_FOLLOW,     /* nobody votes and thpd never moved it: it stays the admin's */
         KNOB_ACTION_ADOPT,      /* the same, and the admin changed it: the baseline follows */
         KNOB_ACTION_HOLD,       /* the unit list is not in yet: any write could loosen it */
+        KNOB_ACTION_YIELD,      /* another writer keeps rewriting it: left as that writer set it */
         KNOB_ACTION_KEEP,       /* at its target already */
         KNOB_ACTION_WRITE,
 } KnobAction;

@@ -38,7 +38,7 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
+static int print_json(CtlOutput *out, GArray *votes, GArray *isolated, const CtlProperties *props, const char *only_knob) {
         g_autoptr(JsonBuilder) b = json_builder_new();
 
         ctl_json_begin_object(b, NULL);
@@ -69,6 +69,8 @@ static int print_json(CtlOutput *out, GArray *votes, GArray *isolated) {
         }
         ctl_json_end_array(b);
         ctl_isolated_services_to_json(b, "isolated_services", isolated);
+        ctl_drift_conflicts_to_json(b, "drift_conflicts", props->drift_conflicts, only_knob);
+        ctl_recent_drift_to_json(b, "recent_drift", props->recent_drift, only_knob);
         ctl_json_end_object(b);
         return ctl_json_print(b, out->f);
 }
@@ -124,6 +126,34 @@ static void print_isolated(CtlOutput *out, GArray *isolated) {
         }
 }
 
+/* A knob's value in force may not be the target: another tool wrote it, thpd restored it or gave
+ * it up to that tool. */
+static void print_drift(CtlOutput *out, const CtlProperties *props, const char *only_knob) {
+        bool header = false;
+
+        for (guint i = 0; i < props->drift_conflicts->len; i++) {
+                const CtlDriftConflict *c = &g_array_index(props->drift_conflicts, CtlDriftConflict, i);
+
+                if (only_knob && !streq(c->knob, only_knob))
+                        continue;
+                ctl_printf(out, "\n%sConflict:%s %s%s%s (until thpd-ctl reload or %s stops)\n", ctl_color(CTL_COLOR_BOLD),
+                           ctl_color(CTL_COLOR_NORMAL), ctl_color(CTL_COLOR_YELLOW), c->text, ctl_color(CTL_COLOR_NORMAL),
+                           c->writer[0] ? c->writer : "the writer");
+        }
+        for (guint i = 0; i < props->recent_drift->len; i++) {
+                const CtlDrift *d = &g_array_index(props->recent_drift, CtlDrift, i);
+
+                if (only_knob && !streq(d->knob, only_knob))
+                        continue;
+                if (!header)
+                        ctl_printf(out, "\n%sChanged behind thpd's back%s (the last ones):\n", ctl_color(CTL_COLOR_BOLD),
+                                   ctl_color(CTL_COLOR_NORMAL));
+                header = true;
+                ctl_printf(out, "    %s=%s instead of %s, %s%s; %s\n", d->knob, d->found, d->expected,
+                           d->writer[0] ? "likely " : "unknown writer", d->writer, d->action);
+        }
+}
+
 int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -161,8 +191,9 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 g_array_set_size(isolated, 0);
 
         if (o->json)
-                return print_json(out, votes, isolated);
+                return print_json(out, votes, isolated, &props, argc > 0 ? argv[0] : NULL);
         print_text(out, votes);
         print_isolated(out, isolated);
+        print_drift(out, &props, argc > 0 ? argv[0] : NULL);
         return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

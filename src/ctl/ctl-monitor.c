@@ -77,6 +77,37 @@ static int on_applied(sd_bus_message *m, Monitor *mon) {
         return r;
 }
 
+static int on_drift(sd_bus_message *m, Monitor *mon) {
+        const char *knob, *expected, *found, *writer, *action, *who;
+        g_autoptr(JsonBuilder) b = NULL;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(ssssss)");
+        if (r < 0)
+                return r;
+        b = begin_event(mon, "Drift");
+        if (mon->o->json)
+                ctl_json_begin_array(b, "drift");
+        for (unsigned n = 0;
+             (r = sd_bus_message_read(m, "(ssssss)", &knob, &expected, &found, &writer, &action, &who)) > 0; n++) {
+                if (mon->o->json) {
+                        ctl_json_begin_object(b, NULL);
+                        ctl_json_string(b, "knob", knob);
+                        ctl_json_string(b, "expected", expected[0] ? expected : NULL);
+                        ctl_json_string(b, "found", found[0] ? found : NULL);
+                        ctl_json_string(b, "writer", writer[0] ? writer : NULL);
+                        ctl_json_string(b, "action", action);
+                        ctl_json_end_object(b);
+                } else
+                        ctl_printf(mon->out, "%s %s=%s instead of %s, %s; %s", n == 0 ? ":" : ";", knob, found, expected, who,
+                                   action);
+        }
+        if (mon->o->json)
+                ctl_json_end_array(b);
+        end_event(mon, b);
+        return r;
+}
+
 static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
         const char *kind, *name;
         double value;
@@ -195,6 +226,8 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 r = on_storm_detected(m, mon);
         else if (sd_bus_message_is_signal(m, THPD_BUS_INTERFACE, "StormCleared"))
                 r = on_storm_cleared(m, mon);
+        else if (sd_bus_message_is_signal(m, THPD_BUS_INTERFACE, "Drift"))
+                r = on_drift(m, mon);
         else if (sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged"))
                 r = on_properties_changed(m, mon);
         if (r < 0)

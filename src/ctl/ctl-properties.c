@@ -7,7 +7,7 @@
 
 const char *const ctl_property_names[] = {
         "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
-        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", NULL,
+        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", "DriftConflicts", "RecentDrift", NULL,
 };
 
 /* JSON keys are snake_case everywhere, so a property's key is not derived from its name. */
@@ -27,6 +27,8 @@ static const struct {
         { "StormAction", "storm_action" },
         { "Storms", "storms" },
         { "PolicyDiagnostics", "policy_diagnostics" },
+        { "DriftConflicts", "drift_conflicts" },
+        { "RecentDrift", "recent_drift" },
 };
 
 const char *ctl_property_json_key(const char *name) {
@@ -107,6 +109,8 @@ void ctl_properties_clear(CtlProperties *p) {
         g_clear_pointer(&p->override, g_array_unref);
         g_clear_pointer(&p->storms, g_array_unref);
         g_clear_pointer(&p->diagnostics, g_array_unref);
+        g_clear_pointer(&p->drift_conflicts, g_array_unref);
+        g_clear_pointer(&p->recent_drift, g_array_unref);
 }
 
 static int read_string(sd_bus_message *m, char **ret) {
@@ -302,6 +306,67 @@ static GArray *diagnostics_new(void) {
         return array_new(sizeof(CtlDiagnostic), diagnostic_clear);
 }
 
+static void drift_conflict_clear(gpointer p) {
+        CtlDriftConflict *c = p;
+
+        g_free(c->knob);
+        g_free(c->writer);
+        g_free(c->value);
+        g_free(c->text);
+}
+
+static void drift_clear(gpointer p) {
+        CtlDrift *d = p;
+
+        g_free(d->knob);
+        g_free(d->expected);
+        g_free(d->found);
+        g_free(d->writer);
+        g_free(d->action);
+}
+
+static int read_drift_conflicts(sd_bus_message *m, GArray *conflicts) {
+        const char *knob, *writer, *value, *text;
+        uint64_t since;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(sssts)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(sssts)", &knob, &writer, &value, &since, &text)) > 0) {
+                CtlDriftConflict c = {
+                        .knob = g_strdup(knob), .writer = g_strdup(writer), .value = g_strdup(value),
+                        .since = since, .text = g_strdup(text),
+                };
+
+                g_array_append_val(conflicts, c);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_recent_drift(sd_bus_message *m, GArray *drift) {
+        const char *knob, *expected, *found, *writer, *action;
+        uint64_t age, when;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(ssssstt)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(ssssstt)", &knob, &expected, &found, &writer, &action, &age, &when)) > 0) {
+                CtlDrift d = {
+                        .knob = g_strdup(knob), .expected = g_strdup(expected), .found = g_strdup(found),
+                        .writer = g_strdup(writer), .action = g_strdup(action), .job_age_usec = age, .when = when,
+                };
+
+                g_array_append_val(drift, d);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
 static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) {
         const char *contents;
         int r;
@@ -339,6 +404,10 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
                 r = read_storms(m, p->storms);
         else if (streq(name, "PolicyDiagnostics") && streq(contents, DIAGNOSTICS_SIGNATURE))
                 r = read_diagnostics(m, p->diagnostics);
+        else if (streq(name, "DriftConflicts") && streq(contents, "a(sssts)"))
+                r = read_drift_conflicts(m, p->drift_conflicts);
+        else if (streq(name, "RecentDrift") && streq(contents, "a(ssssstt)"))
+                r = read_recent_drift(m, p->recent_drift);
         else
                 /* A property from a newer daemon: not ours to show. */
                 r = sd_bus_message_skip(m, contents);
@@ -359,6 +428,8 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
                 .override = array_new(sizeof(CtlPair), pair_clear),
                 .storms = array_new(sizeof(CtlStorm), storm_clear),
                 .diagnostics = diagnostics_new(),
+                .drift_conflicts = array_new(sizeof(CtlDriftConflict), drift_conflict_clear),
+                .recent_drift = array_new(sizeof(CtlDrift), drift_clear),
         };
         const char *name;
         int r;
@@ -451,6 +522,47 @@ void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_po
         ctl_json_string(b, "severity", d->severity);
         ctl_json_string(b, "message", d->message);
         ctl_json_end_object(b);
+}
+
+void ctl_drift_conflicts_to_json(JsonBuilder *b, const char *key, GArray *conflicts, const char *only_knob) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < conflicts->len; i++) {
+                const CtlDriftConflict *c = &g_array_index(conflicts, CtlDriftConflict, i);
+
+                if (only_knob && !streq(c->knob, only_knob))
+                        continue;
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "knob", c->knob);
+                ctl_json_string(b, "writer", empty_to_null(c->writer));
+                ctl_json_string(b, "value", c->value);
+                ctl_json_time(b, "since", c->since);
+                ctl_json_string(b, "message", c->text);
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
+}
+
+void ctl_recent_drift_to_json(JsonBuilder *b, const char *key, GArray *drift, const char *only_knob) {
+        ctl_json_begin_array(b, key);
+        for (guint i = 0; i < drift->len; i++) {
+                const CtlDrift *d = &g_array_index(drift, CtlDrift, i);
+
+                if (only_knob && !streq(d->knob, only_knob))
+                        continue;
+                ctl_json_begin_object(b, NULL);
+                ctl_json_string(b, "knob", d->knob);
+                ctl_json_string(b, "expected", empty_to_null(d->expected));
+                ctl_json_string(b, "found", empty_to_null(d->found));
+                ctl_json_string(b, "writer", empty_to_null(d->writer));
+                if (d->writer[0])
+                        ctl_json_uint(b, "job_age_usec", d->job_age_usec);
+                else
+                        ctl_json_null(b, "job_age_usec");
+                ctl_json_string(b, "action", d->action);
+                ctl_json_time(b, "when", d->when);
+                ctl_json_end_object(b);
+        }
+        ctl_json_end_array(b);
 }
 
 static bool wanted(char *const *names, const char *name) {
@@ -604,6 +716,10 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
                 storms_to_json(p, key, b);
         else if (streq(name, "PolicyDiagnostics"))
                 diagnostics_to_json(p, key, b);
+        else if (streq(name, "DriftConflicts"))
+                ctl_drift_conflicts_to_json(b, key, p->drift_conflicts, NULL);
+        else if (streq(name, "RecentDrift"))
+                ctl_recent_drift_to_json(b, key, p->recent_drift, NULL);
 }
 
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b) {

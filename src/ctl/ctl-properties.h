@@ -54,6 +54,18 @@ typedef struct CtlDiagnostic {
         char *message;
 } CtlDiagnostic;
 
+/* A writer thpd gave a knob up to (DriftConflicts). */
+typedef struct CtlDriftConflict {
+        char *knob, *writer, *value, *text; /* writer "": unknown */
+        uint64_t since;                      /* CLOCK_REALTIME µs */
+} CtlDriftConflict;
+
+/* A knob found changed behind thpd's back (RecentDrift). */
+typedef struct CtlDrift {
+        char *knob, *expected, *found, *writer, *action; /* writer "": unknown */
+        uint64_t job_age_usec, when;                      /* when: CLOCK_REALTIME µs */
+} CtlDrift;
+
 typedef struct CtlProperties {
         char *version, *status, *storm_state, *storm_action;
         GArray *knobs;           /* CtlKnob */
@@ -65,6 +77,8 @@ typedef struct CtlProperties {
         uint64_t override_expires_at;
         GArray *storms;          /* CtlStorm */
         GArray *diagnostics;     /* CtlDiagnostic */
+        GArray *drift_conflicts; /* CtlDriftConflict */
+        GArray *recent_drift;    /* CtlDrift, oldest first */
 } CtlProperties;
 
 /* The property names, in the order status and show print them. */
@@ -88,6 +102,9 @@ void ctl_properties_clear(CtlProperties *p);
 void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_policy);
 /* IsolatedServices (CtlIsolation) as a JSON array under key. */
 void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isolated);
+/* DriftConflicts and RecentDrift as the array member key; only_knob: that knob's rows only. */
+void ctl_drift_conflicts_to_json(JsonBuilder *b, const char *key, GArray *conflicts, const char *only_knob);
+void ctl_recent_drift_to_json(JsonBuilder *b, const char *key, GArray *drift, const char *only_knob);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b);

@@ -41,17 +41,26 @@ static void print_more(CtlOutput *out, guint n, guint shown, const char *what) {
                    ctl_glyph(CTL_GLYPH_ELLIPSIS), n - shown, what, ctl_color(CTL_COLOR_NORMAL));
 }
 
-static bool knob_pending(const CtlKnob *k) {
-        return k->target[0] != '\0' && !streq(k->applied, k->target);
+static const CtlDriftConflict *knob_conflict(const CtlProperties *p, const char *knob) {
+        for (guint i = 0; i < p->drift_conflicts->len; i++)
+                if (streq(g_array_index(p->drift_conflicts, CtlDriftConflict, i).knob, knob))
+                        return &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
+        return NULL;
+}
+
+/* Off its target, and not because thpd left it to another writer on purpose. */
+static bool knob_pending(const CtlProperties *p, const CtlKnob *k) {
+        return k->target[0] != '\0' && !streq(k->applied, k->target) && !knob_conflict(p, k->name);
 }
 
 static CtlColor overall_color(const CtlProperties *p) {
-        bool warn = p->needs_restart->len > 0 || !streq_ptr(p->storm_state, "calm") || p->diagnostics->len > 0;
+        bool warn = p->needs_restart->len > 0 || !streq_ptr(p->storm_state, "calm") || p->diagnostics->len > 0 ||
+                    p->drift_conflicts->len > 0;
 
         if (streq_ptr(p->storm_state, "storm") || ctl_count_errors(p->diagnostics) > 0)
                 return CTL_COLOR_RED;
         for (guint i = 0; i < p->knobs->len; i++)
-                if (knob_pending(&g_array_index(p->knobs, CtlKnob, i)))
+                if (knob_pending(p, &g_array_index(p->knobs, CtlKnob, i)))
                         return CTL_COLOR_RED;
         for (guint i = 0; i < p->pools->len; i++)
                 warn = warn || g_array_index(p->pools, CtlPool, i).shortfall[0] != '\0';
@@ -164,6 +173,7 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                 const char *baseline = g_ptr_array_index(baselines, i);
                 g_autofree char *reason = knob_reason(k);
                 bool moved = baseline[0] != '\0';
+                const CtlDriftConflict *conflict;
 
                 if (i > 0)
                         print_continuation(out);
@@ -171,9 +181,13 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                            value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
                            streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
                            streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
-                if (knob_pending(k))
+                if (knob_pending(p, k))
                         ctl_printf(out, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
                                    k->target, ctl_color(CTL_COLOR_NORMAL));
+                else if (!streq(k->applied, k->target) && (conflict = knob_conflict(p, k->name)))
+                        ctl_printf(out, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
+                                   ctl_glyph(CTL_GLYPH_DASH), k->target, conflict->writer[0] ? conflict->writer : "another writer",
+                                   ctl_color(CTL_COLOR_NORMAL));
                 ctl_printf(out, "\n");
         }
 }
@@ -281,6 +295,37 @@ static void print_isolated(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
+/* Writers thpd stopped fighting, then the last knobs found changed behind its back. */
+static void print_drift(CtlOutput *out, const CtlProperties *p) {
+        for (guint i = 0; i < p->drift_conflicts->len; i++) {
+                const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
+                g_autofree char *since = ctl_format_timestamp(c->since);
+
+                if (i == 0)
+                        print_label(out, "Conflict:");
+                else
+                        print_continuation(out);
+                ctl_printf(out, "%s%s%s (since %s; until thpd-ctl reload or %s stops)\n", ctl_color(CTL_COLOR_YELLOW),
+                           c->text, ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+        }
+        for (guint i = 0; i < p->recent_drift->len; i++) {
+                const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
+                g_autofree char *when = ctl_format_timestamp(d->when);
+                g_autofree char *who = NULL;
+
+                if (d->writer[0])
+                        who = g_strdup_printf("likely %s (its job finished %" PRIu64 " ms before)", d->writer,
+                                              d->job_age_usec / 1000);
+                else
+                        who = g_strdup("unknown writer");
+                if (i == 0)
+                        print_label(out, "Drift:");
+                else
+                        print_continuation(out);
+                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, who, d->action);
+        }
+}
+
 /* "; policy files: 1 error, 2 warnings" for the header, or "". */
 static char *problems_summary(const CtlProperties *p) {
         unsigned errors = ctl_count_errors(p->diagnostics), warnings = p->diagnostics->len - errors;
@@ -316,6 +361,7 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
         print_override(out, p);
         print_isolated(out, p);
         print_needs_restart(out, p, usage);
+        print_drift(out, p);
         print_problems(out, p);
 }
 
@@ -524,6 +570,39 @@ static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
+/* DriftConflicts=KNOB… then per knob its writer, value, start and message. */
+static void show_drift_conflicts(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(GString) knobs = g_string_new(NULL);
+
+        for (guint i = 0; i < p->drift_conflicts->len; i++)
+                g_string_append_printf(knobs, "%s%s", i > 0 ? " " : "",
+                                       g_array_index(p->drift_conflicts, CtlDriftConflict, i).knob);
+        kv(out, knobs->str, "DriftConflicts");
+        for (guint i = 0; i < p->drift_conflicts->len; i++) {
+                const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
+                g_autofree char *key = g_strdup_printf("DriftConflicts.%s.Since", c->knob);
+
+                kv(out, c->writer, "DriftConflicts.%s.Writer", c->knob);
+                kv(out, c->value, "DriftConflicts.%s.Value", c->knob);
+                show_number(out, c->since, key);
+                kv(out, c->text, "DriftConflicts.%s.Message", c->knob);
+        }
+}
+
+/* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN"; writer "-" when
+ * unknown, so that the fields split on spaces. */
+static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
+        if (p->recent_drift->len == 0)
+                kv(out, "", "RecentDrift");
+        for (guint i = 0; i < p->recent_drift->len; i++) {
+                const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
+                g_autofree char *line = g_strdup_printf("%s %s %s %s %s %" PRIu64, d->knob, d->found, d->expected,
+                                                        d->writer[0] ? d->writer : "-", d->action, d->when);
+
+                kv(out, line, "RecentDrift");
+        }
+}
+
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
         if (streq(name, "Version"))
                 kv(out, p->version, "%s", name);
@@ -551,6 +630,10 @@ static void show_property(CtlOutput *out, const CtlProperties *p, const char *na
                 show_storms(out, p);
         else if (streq(name, "PolicyDiagnostics"))
                 show_diagnostics(out, p);
+        else if (streq(name, "DriftConflicts"))
+                show_drift_conflicts(out, p);
+        else if (streq(name, "RecentDrift"))
+                show_recent_drift(out, p);
 }
 
 static void show_properties(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {

@@ -319,6 +319,7 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                         _fallthrough_;
                 case KNOB_ACTION_FOLLOW:
                 case KNOB_ACTION_HOLD:
+                case KNOB_ACTION_YIELD:
                         m->applied[k] = step->current;
                         break;
                 case KNOB_ACTION_WRITE:
@@ -410,10 +411,11 @@ void manager_apply(Manager *m) {
         _cleanup_(observation_done) Observation o = {};
         _cleanup_(plan_done) Plan p = {};
         g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
-        bool baseline_changed;
+        bool baseline_changed, yielded[_KNOB_MAX];
 
         g_array_set_clear_func(changes, knob_change_clear);
         observe(m, &o);
+        drift_yielded(&m->drift, yielded);
         plan(&m->plan, &(PlanInput) {
                         .candidates = (const PlanCandidate *) o.candidates->data,
                         .n_candidates = o.candidates->len,
@@ -428,6 +430,7 @@ void manager_apply(Manager *m) {
                         .pinned = m->settings.baseline,
                         .mitigation = m->mitigation,
                         .override = m->override,
+                        .yielded = yielded,
                         .pool_baseline = m->baseline.pools,
                         .n_pool_baseline = m->baseline.n_pools,
                 }, &p);

@@ -325,3 +325,38 @@ int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *i
                 return r;
         return sd_bus_message_close_container(reply);
 }
+
+int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sssts)");
+        for (guint i = 0; r >= 0 && i < m->drift.conflicts->len; i++) {
+                const DriftConflict *c = &g_array_index(m->drift.conflicts, DriftConflict, i);
+                g_autofree char *text = drift_describe_conflict(c);
+
+                r = sd_bus_message_append(reply, "(sssts)", c->item, c->writer ?: "", c->value, c->since_realtime_usec,
+                                          text);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssssstt)");
+        for (guint i = 0; r >= 0 && i < m->drift.recent->len; i++) {
+                const DriftEvent *e = &g_array_index(m->drift.recent, DriftEvent, i);
+
+                r = sd_bus_message_append(reply, "(ssssstt)", e->item, e->expected, e->found, e->writer ?: "",
+                                          drift_action_to_string(e->action), e->job_age_usec, e->when_usec);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}

@@ -39,5 +39,9 @@ int property_get_storm_action(sd_bus *bus, const char *path, const char *interfa
                        sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
                        sd_bus_message *reply, void *userdata, sd_bus_error *error);
+int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *interface,
+                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
+int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface,
+                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface,
                        const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);

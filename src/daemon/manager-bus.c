@@ -6,6 +6,7 @@
 #include "log.h"
 #include "manager-bus-properties.h"
 #include "manager-bus.h"
+#include "manager-drift.h"
 #include "manager-metrics.h"
 #include "manager-usage.h"
 #include "polkit.h"
@@ -44,11 +45,14 @@ enum {
         TRACKED_STORM_ACTION,
         TRACKED_STATUS,
         TRACKED_POLICY_DIAGNOSTICS,
+        TRACKED_DRIFT_CONFLICTS,
+        TRACKED_RECENT_DRIFT,
         _TRACKED_MAX,
 };
 
 typedef struct BusData {
         sd_bus_slot *vtable_slot;
+        sd_bus_slot *status_filter_slot;
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter* */
@@ -104,6 +108,8 @@ static const struct {
         [TRACKED_STORM_ACTION] = { "StormAction", property_get_storm_action },
         [TRACKED_STATUS] = { "Status", property_get_status },
         [TRACKED_POLICY_DIAGNOSTICS] = { "PolicyDiagnostics", property_get_policy_diagnostics },
+        [TRACKED_DRIFT_CONFLICTS] = { "DriftConflicts", property_get_drift_conflicts },
+        [TRACKED_RECENT_DRIFT] = { "RecentDrift", property_get_recent_drift },
 };
 
 /* The digest of the property's current value as text; false if it cannot be built (then it
@@ -603,6 +609,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("PolicyDiagnostics", "a(ssuss)", property_get_policy_diagnostics, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("DriftConflicts", "a(sssts)", property_get_drift_conflicts, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("RecentDrift", "a(ssssstt)", property_get_recent_drift, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 
         /* Every method is UNPRIVILEGED for sd-bus, whose own check would demand CAP_SYS_ADMIN
          * with a blocking credentials query: the privileged ones are checked by verify_manage(). */
@@ -625,6 +634,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("Applied", SD_BUS_ARGS("a(ssss)", changes), 0),
         SD_BUS_SIGNAL_WITH_ARGS("StormDetected", SD_BUS_ARGS("s", kind, "a{sd}", figures), 0),
         SD_BUS_SIGNAL_WITH_ARGS("StormCleared", SD_BUS_ARGS("s", kind, "t", duration_usec), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Drift", SD_BUS_ARGS("a(ssssss)", changes), 0),
         SD_BUS_VTABLE_END
 };
 
@@ -672,6 +682,25 @@ static int request_name(Manager *m) {
         return 0;
 }
 
+/* A status read (GetAll of our interface, as thpd-ctl status, show and the Cockpit page do) or
+ * an Explain call: the answer must show the values in force, so the knobs are read first. This
+ * runs before sd-bus dispatches the call, and costs nothing while nobody asks. */
+static int on_incoming(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *interface = NULL;
+
+        if (!sd_bus_message_is_method_call(msg, NULL, NULL) || !streq_ptr(sd_bus_message_get_path(msg), THPD_BUS_PATH))
+                return 0;
+        if (sd_bus_message_is_method_call(msg, THPD_BUS_INTERFACE, "Explain"))
+                manager_check_drift(m, NULL);
+        else if (sd_bus_message_is_method_call(msg, "org.freedesktop.DBus.Properties", "GetAll")) {
+                if (sd_bus_message_read(msg, "s", &interface) >= 0 && streq(interface, THPD_BUS_INTERFACE))
+                        manager_check_drift(m, NULL);
+                (void) sd_bus_message_rewind(msg, true);
+        }
+        return 0;
+}
+
 static int on_connected(Manager *m, void *userdata) {
         BusData *d = g_new0(BusData, 1);
         int r;
@@ -689,6 +718,9 @@ static int on_connected(Manager *m, void *userdata) {
         r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %m", THPD_BUS_PATH);
+        r = sd_bus_add_filter(m->bus, &d->status_filter_slot, on_incoming, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch for status calls: %m");
         return request_name(m);
 }
 
@@ -703,6 +735,7 @@ static void on_free(Manager *m, void *userdata) {
         sd_event_source_disable_unref(d->exit_source);
         polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
+        sd_bus_slot_unref(d->status_filter_slot);
         g_free(d);
         m->bus_data = NULL;
 }
@@ -769,7 +802,33 @@ static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const S
         emit_changed_properties(m, NULL);
 }
 
+static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
+        int r;
+
+        /* The apply that follows announces the properties. */
+        if (!m->bus_data || n_events == 0)
+                return;
+        r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Drift");
+        if (r >= 0)
+                r = sd_bus_message_open_container(signal, 'a', "(ssssss)");
+        for (size_t i = 0; r >= 0 && i < n_events; i++) {
+                const DriftEvent *e = &events[i];
+                g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
+
+                r = sd_bus_message_append(signal, "(ssssss)", e->item, e->expected, e->found, e->writer ?: "",
+                                          drift_action_to_string(e->action), who);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(signal);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, signal, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot send the Drift signal: %m");
+}
+
 const ManagerListener manager_bus_listener = {
+        .drift = on_drift,
         .connected = on_connected,
         .applied = on_applied,
         .storm_event = on_storm_event,

@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "manager-drift.h"
 #include "manager-metrics.h"
 #include "runtime-file.h"
 #include "storm.h"
@@ -17,6 +18,7 @@ char *manager_metrics_render(Manager *m) {
         g_autoptr(GArray) pools = g_array_new(FALSE, TRUE, sizeof(MetricsPool));
         g_autoptr(GArray) restarts = g_array_new(FALSE, TRUE, sizeof(MetricsRestart));
         g_autoptr(GPtrArray) restart_units = g_ptr_array_new();
+        g_autoptr(GArray) drift = manager_drift_counts(m);
         KnobValue baseline[_KNOB_MAX];
         MetricsInput in;
         GHashTableIter iter;
@@ -107,6 +109,9 @@ char *manager_metrics_render(Manager *m) {
         in.n_pools = pools->len;
         in.needs_restart = (const MetricsRestart *) restarts->data;
         in.n_needs_restart = restarts->len;
+        in.drift = (const MetricsDrift *) drift->data;
+        in.n_drift = drift->len;
+        in.n_drift_conflicts = m->drift.conflicts->len;
         return metrics_format(&in);
 }
 

@@ -24,8 +24,13 @@ void manager_record_pool_baselines(Manager *m, Baseline *b) {
         }
 }
 
-/* "postgresql.conf for postgresql.service, ..." for the policies holding this pool. */
-static char *pool_reason(Manager *m, uint64_t page_size_kb, int node) {
+char *manager_pool_item(uint64_t page_size_kb, int node) {
+        if (node == POOL_NODE_ANY)
+                return g_strdup_printf("hugepages-%" PRIu64 "kB/nr_hugepages", page_size_kb);
+        return g_strdup_printf("node%d/hugepages-%" PRIu64 "kB/nr_hugepages", node, page_size_kb);
+}
+
+char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
         g_autoptr(GString) s = g_string_new(NULL);
 
         for (guint i = 0; i < m->policies->len; i++) {
@@ -56,6 +61,8 @@ unsigned manager_apply_pools(Manager *m) {
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
                 size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
                 PoolStatus status = { .page_size_kb = t->page_size_kb, .node = t->node, .target = t->pages };
+                g_autofree char *item = manager_pool_item(t->page_size_kb, t->node);
+                const DriftConflict *conflict;
                 PoolState state;
                 PoolResult res;
                 char size[24];
@@ -94,8 +101,13 @@ unsigned manager_apply_pools(Manager *m) {
                         if (state.nr != b->pages)
                                 (void) baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr);
                         status.target = state.nr;
+                } else if (state.nr != status.target && (conflict = drift_conflict(&m->drift, item))) {
+                        /* Resizing it back would only start another round of a fight thpd gave
+                         * up (drift.h); the pool keeps what that writer set. */
+                        status.shortfall = g_strdup_printf("left at %" PRIu64 " pages to %s, which keeps resizing it",
+                                                           state.nr, conflict->writer ?: "an unknown writer");
                 } else if (state.nr != status.target) {
-                        g_autofree char *reason = pool_reason(m, t->page_size_kb, t->node);
+                        g_autofree char *reason = manager_pool_reason(m, t->page_size_kb, t->node);
 
                         r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
                         if (r < 0) {

@@ -31,6 +31,9 @@ static void update_status(Manager *m) {
                 g_string_append(s, "; compaction/khugepaged storm");
         if (g_hash_table_size(m->plan.needs_restart) > 0)
                 g_string_append_printf(s, "; %u unit(s) need a restart", g_hash_table_size(m->plan.needs_restart));
+        if (m->drift.conflicts->len > 0)
+                g_string_append_printf(s, "; %u knob(s) left to a writer that keeps rewriting them",
+                                       m->drift.conflicts->len);
 
         if (!streq_ptr(m->status, s->str)) {
                 g_free(m->status);

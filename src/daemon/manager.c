@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "manager-pools.h"
+#include "manager-drift.h"
 #include "manager.h"
 #include "runtime-file.h"
 #include "sysfs.h"
@@ -56,6 +57,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
         plan_state_init(&m->plan);
+        drift_state_init(&m->drift);
         m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
         g_array_set_clear_func(m->pools, pool_status_clear);
         m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
@@ -88,6 +90,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->apply_event);
         sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->override_timer);
+        sd_event_source_disable_unref(m->drift_event);
+        g_free(m->drift_job_unit);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
@@ -99,6 +103,8 @@ Manager *manager_free(Manager *m) {
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
         plan_state_done(&m->plan);
+        drift_state_done(&m->drift);
+        g_clear_pointer(&m->drift_counts, g_hash_table_destroy);
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
         g_array_unref(m->listeners);
@@ -530,6 +536,8 @@ int manager_reload(Manager *m) {
         m->counters.reloads++;
         (void) load_settings(m);
         load_policies(m);
+        /* A reload is how an admin says the fight is settled: every writer starts afresh. */
+        drift_reset(&m->drift);
         /* The target points into the policies just replaced: resolve against the new ones before
          * anything (a property read, a storm event) looks at it. */
         manager_apply(m);
@@ -631,6 +639,7 @@ int manager_start(Manager *m) {
         r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
         if (r < 0)
                 return r;
+        manager_drift_start(m);
         setup_storm_watcher(m, true);
 
         /* Resolves and reads the knobs for the properties; writes wait for the unit list. */

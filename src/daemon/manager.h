@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 
 #include "baseline.h"
+#include "drift.h"
 #include "isolation.h"
 #include "metrics.h"
 #include "plan.h"
@@ -90,6 +91,12 @@ typedef struct Manager {
         char *status;
         char *unit_record;             /* as last written to the runtime directory */
 
+        DriftState drift;              /* knobs written behind thpd's back (manager-drift.c) */
+        sd_event_source *drift_event;  /* looks at the knobs once the queued job ends are handled */
+        char *drift_job_unit;          /* the last job end since, credited with what it finds */
+        uint64_t drift_job_usec;       /* CLOCK_MONOTONIC, when that signal came */
+        GHashTable *drift_counts;      /* "knob\nwriter" -> times found changed, for the metrics */
+
         struct StormWatcher *storm;    /* NULL until the storm watcher runs */
         unsigned mitigation_level;     /* as last reported by the storm watcher */
 
@@ -127,6 +134,9 @@ typedef struct ManagerListener {
         /* After the manager acted on the storm watcher's event. */
         void (*storm_event)(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
                             void *userdata);
+        /* Knobs were found changed behind thpd's back, before the apply that acts on them; also
+         * with n_events == 0 when a conflict ended. */
+        void (*drift)(Manager *m, const DriftEvent *events, size_t n_events, void *userdata);
         /* The daemon stops; m->handing_over says whether a next instance takes over. */
         void (*stopping)(Manager *m, void *userdata);
         /* From manager_free(), before the bus connection closes. */

@@ -16,6 +16,7 @@ struct UnitTracker {
         sd_event *event;
         UnitFilter filter;
         UnitsChanged changed;
+        UnitJobEnded job_ended;
         void *userdata;
 
         GHashTable *units;       /* name -> TrackedUnit* */
@@ -330,6 +331,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
 
         if (sd_bus_message_read(m, "uoss", &id, &job_path, &name, &result) < 0)
                 return 0;
+        if (t->ready && t->job_ended)
+                t->job_ended(t, name, t->userdata);
         u = g_hash_table_lookup(t->units, name);
         if (!u || u->start_job != id)
                 return 0;
@@ -569,6 +572,58 @@ int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChang
         t->by_path = g_hash_table_new(g_str_hash, g_str_equal);
 
         *ret = t;
+        return 0;
+}
+
+void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended) {
+        t->job_ended = job_ended;
+}
+
+typedef struct ActiveStateQuery {
+        char *unit;
+        UnitActiveState callback;
+        void *userdata;
+} ActiveStateQuery;
+
+static void active_state_query_free(void *p) {
+        ActiveStateQuery *q = p;
+
+        g_free(q->unit);
+        g_free(q);
+}
+
+static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        ActiveStateQuery *q = userdata;
+        const char *state = NULL;
+        int r;
+
+        r = -sd_bus_message_get_errno(m);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "v", "s", &state);
+        q->callback(q->unit, r < 0 ? r : 0, r < 0 ? NULL : state, q->userdata);
+        return 0;
+}
+
+int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActiveState callback, void *userdata) {
+        _cleanup_free_ char *path = NULL;
+        sd_bus_slot *slot = NULL;
+        ActiveStateQuery *q;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path);
+        if (r < 0)
+                return r;
+        q = g_new0(ActiveStateQuery, 1);
+        *q = (ActiveStateQuery) { .unit = g_strdup(unit), .callback = callback, .userdata = userdata };
+        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties", "Get",
+                                     on_active_state_reply, q, "ss", SYSTEMD_UNIT, "ActiveState");
+        if (r < 0) {
+                active_state_query_free(q);
+                return r;
+        }
+        sd_bus_slot_set_destroy_callback(slot, active_state_query_free);
+        sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
         return 0;
 }
 

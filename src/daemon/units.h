@@ -32,9 +32,22 @@ typedef bool (*UnitFilter)(const char *unit, void *userdata);
  * arrive together, and the knobs must be set before the service runs. */
 typedef void (*UnitsChanged)(UnitTracker *t, bool start_queued, void *userdata);
 
+/* Called when a job of any unit ends, tracked or not, as the signal comes: whatever the job
+ * did is done by then (a oneshot ran, a service started), which is when thpd looks for knobs
+ * written behind its back. */
+typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, void *userdata);
+/* A unit's ActiveState as the systemd manager answered ("active", "inactive", ...); NULL with
+ * r < 0 when it could not be read. */
+typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, void *userdata);
+
 int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
                      void *userdata, UnitTracker **ret);
 UnitTracker *unit_tracker_free(UnitTracker *t);
+void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended);
+
+/* Asks the systemd manager for a unit's ActiveState, of any unit, tracked or not; answers
+ * through callback, once (a unit it no longer has is "inactive"). */
+int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActiveState callback, void *userdata);
 
 /* Subscribes and enumerates asynchronously; when the manager does not answer it keeps
  * retrying on a timer. */

@@ -17,6 +17,10 @@ void settings_init(Settings *c) {
                 .pool_grace_usec = SETTINGS_DEFAULT_POOL_GRACE_USEC,
                 .pool_alloc_retries = SETTINGS_DEFAULT_POOL_ALLOC_RETRIES,
                 .log_level = -1,
+                .drift = {
+                        .max_restores = DRIFT_DEFAULT_MAX_RESTORES,
+                        .restore_window_usec = DRIFT_DEFAULT_RESTORE_WINDOW_USEC,
+                },
         };
         FOREACH_KNOB(k)
                 c->baseline[k] = KNOB_VALUE_UNSET;
@@ -133,6 +137,28 @@ static int metrics_setting(ParseState *s, const char *key, const char *value) {
         return 0;
 }
 
+static int drift_setting(ParseState *s, const char *key, const char *value) {
+        DriftSettings *d = &s->settings->drift;
+        uint64_t n;
+
+        if (streq(key, "MaxRestores")) {
+                if (parse_u64(value, &n) < 0 || n > SETTINGS_MAX_DRIFT_RESTORES)
+                        goto invalid;
+                d->max_restores = (unsigned) n;
+        } else if (streq(key, "RestoreWindowSec")) {
+                /* 0 would let any writer win at once whatever MaxRestores= says: not a window. */
+                if (parse_duration_usec(value, &n) < 0 || n == 0)
+                        goto invalid;
+                d->restore_window_usec = n;
+        } else
+                return -ENOENT;
+        return 0;
+
+invalid:
+        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line, "invalid value for %s=: \"%s\"", key, value);
+        return 0;
+}
+
 static int handler(void *userdata, const char *section, const char *key, const char *value) {
         ParseState *s = userdata;
         int r = -ENOENT;
@@ -145,6 +171,8 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 r = baseline_setting(s, "Khugepaged", key, value);
         else if (streq(section, "Metrics"))
                 r = metrics_setting(s, key, value);
+        else if (streq(section, "Drift"))
+                r = drift_setting(s, key, value);
         else if (streq(section, "Storm")) {
                 if (streq(key, "Watch")) {
                         r = parse_boolean(value);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "diagnostics.h"
+#include "drift.h"
 #include "knob.h"
 #include "storm-classify.h"
 
@@ -10,6 +11,7 @@
 #define SETTINGS_DEFAULT_POOL_GRACE_USEC (30 * UINT64_C(1000000))
 #define SETTINGS_DEFAULT_POOL_ALLOC_RETRIES 3U
 #define SETTINGS_MAX_POOL_ALLOC_RETRIES 100U
+#define SETTINGS_MAX_DRIFT_RESTORES 1000U
 
 typedef struct Settings {
         bool restore_on_exit;
@@ -20,6 +22,7 @@ typedef struct Settings {
         bool storm_watch;                 /* [Storm] Watch=; false: no storm watcher at all */
         StormConfig storm;                /* [Storm], the rest */
         char *metrics_textfile;           /* [Metrics] TextfilePath=; NULL: no metrics file */
+        DriftSettings drift;              /* [Drift] */
 } Settings;
 
 void settings_init(Settings *c);

@@ -78,6 +78,7 @@ expected=(
         "$completionsdir/thpd-ctl"
         /usr/share/pkgconfig/thpd.pc
         /usr/share/thpd/thpd-ctl.schema.json
+        /usr/share/doc/thpd/drift.md
         /usr/share/doc/thpd/outcomes.md
         /usr/share/doc/thpd/outcomes-measured.md
         /usr/share/doc/thpd/outcomes/compaction.png

@@ -13,7 +13,7 @@ HostKnobs
 ensure_rootfs()
     A Debian 12 root file system made by mmdebstrap (systemd as init, dbus, polkitd, pkexec,
     libpam-systemd), cached under the build directory and keyed by what goes into it. The
-    package lists and the .debs of redis-server, postgresql, cockpit, sudo and thpd's libraries stay in its
+    package lists and the .debs of redis-server, postgresql, cockpit, sudo, tuned, sysfsutils and thpd's libraries stay in its
     apt cache, so "apt install redis-server" inside runs the real maintainer scripts without
     downloading anything.
 
@@ -54,7 +54,9 @@ SUITE = 'bookworm'
 ROOTFS_PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'polkitd', 'pkexec', 'libpam-systemd']
 # Downloaded into the rootfs' apt cache (installed by the tests, not by mmdebstrap).
 # Cockpit (cockpit-ws, cockpit-system, cockpit-bridge) and sudo for the Cockpit scenario's admin.
-CACHED_PACKAGES = ['redis-server', 'postgresql', 'libinih1', 'cockpit-ws', 'cockpit-system', 'cockpit-bridge', 'sudo']
+# TuneD and sysfsutils for the scenarios of knobs written behind thpd's back.
+CACHED_PACKAGES = ['redis-server', 'postgresql', 'libinih1', 'cockpit-ws', 'cockpit-system', 'cockpit-bridge', 'sudo',
+                   'tuned', 'sysfsutils']
 # Bump when the way the rootfs is made changes in a way its key does not show.
 ROOTFS_FORMAT = 1
 

@@ -1111,8 +1111,9 @@ class SystemTest(unittest.TestCase):
     def test_9_cockpit(self):
         """The Cockpit page in Debian's chromium through cockpit-ws: an admin (sudo group,
         administrative access) sees thpd-ctl show's knobs, sees Redis' start without a reload,
-        sets an override on the page that reaches the kernel file and expires, clears one,
-        reloads; a user without admin rights reads, has the controls disabled, and a change
+        sets an override on the page that reaches the kernel file and expires, sees a unit that
+        keeps writing a knob named in a conflict, clears an override, reloads (which ends the
+        conflict); a user without admin rights reads, has the controls disabled, and a change
         tried anyway is refused by thpd and shown as a refusal."""
         try:
             import browser  # noqa: PLC0415 - python3-websocket only for this scenario
@@ -1237,6 +1238,21 @@ class SystemTest(unittest.TestCase):
                    'the page to show no override')
         log(f'{c.name}: the page\'s {seconds} s override reached the kernel and expired after {expired:.1f} s')
 
+        # A oneshot unit keeps setting enabled=always behind thpd's back: three restores, then
+        # the page shows the conflict naming it. The Reload below ends it.
+        writer = ['systemd-run', '--unit=thpd-test-writer', '--collect', '--property=Type=oneshot', '--',
+                  '/bin/sh', '-c', f'echo always > /sys/kernel/mm/{ENABLED}']
+        for _ in range(3):
+            c.run(*writer)
+            self.wait_host(enabled='never')
+        c.run(*writer)
+        admin.wait('!thpdDoc().getElementById("drift-alert").hidden && thpdDoc().getElementById("drift-list").textContent'
+                   '.includes("thpd-test-writer.service keeps setting enabled=always: thpd no longer restores it")',
+                   DEADLINE, 'the conflict on the page')
+        admin.wait('thpdDoc().getElementById("events-list").textContent.includes("enabled: always instead of never")',
+                   DEADLINE, 'the Drift signal in the page\'s list of changes')
+        self.assertEqual(host(ENABLED), 'always')
+
         # Until cleared, then the Clear button; then Reload.
         admin.evaluate(f'''(() => {{ const d = thpdDoc();
             d.getElementById("override-value").value = "{wanted}";
@@ -1254,6 +1270,8 @@ class SystemTest(unittest.TestCase):
         admin.wait('thpdDoc().getElementById("events-list").textContent.includes("Policies reloaded")', DEADLINE,
                    'the page to report the reload')
         self.assertTrue(admin.evaluate('thpdDoc().getElementById("action-alert").hidden'))
+        self.wait_host(enabled='never')
+        admin.wait('thpdDoc().getElementById("drift-alert").hidden', DEADLINE, 'the conflict gone after the reload')
         self.assert_page_shows(c, admin)
 
         # A user without admin rights: reads everything, cannot change, and a change tried
@@ -1277,6 +1295,150 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(self.show(c)['Override'], '')
         log(f'{c.name}: thpdviewer was refused: {" ".join(refusal.split())}')
         log(f'{c.name}: Cockpit scenario done in {time.monotonic() - started:.1f} s')
+
+
+    # -- knobs written behind thpd's back (issue 23)
+
+    DRIFT_APP = 'thpd-test-app.service'
+
+    def drift_app_up(self, c):
+        """A policy that wants enabled=madvise for a unit that runs; waits for madvise."""
+        c.write('/etc/thpd/policy.d/drift-app.conf',
+                f'[Policy]\nUnits={self.DRIFT_APP}\n[TransparentHugePages]\nEnabled=madvise\n')
+        self.ctl(c, 'reload')
+        c.run('systemd-run', f'--unit={self.DRIFT_APP}', '--', 'sleep', 'infinity')
+        self.wait_host(enabled='madvise')
+
+    def metric(self, c, series):
+        match = re.search(rf'^{re.escape(series)} (\d+)$', self.ctl(c, 'metrics').stdout, re.M)
+        return int(match.group(1)) if match else 0
+
+    def wait_journal_count(self, c, pattern, n, after, timeout=DEADLINE):
+        """Waits until thpd's journal since the cursor has n lines matching; returns them."""
+        regex = re.compile(pattern, re.M)
+
+        def enough():
+            found = regex.findall(c.journal(after=after, unit='thpd.service'))
+            return found if len(found) >= n else None
+        return wait_until(enough, timeout, lambda: f'{n} lines /{pattern}/ in thpd\'s journal; it has:\n'
+                                                   + c.journal(after=after, unit='thpd.service')[-3000:])
+
+    def assert_idle(self, c, what):
+        """Windows of IDLE_WINDOW seconds until one has no wakeup of thpd at all (the
+        watchdog, every 90 s, may fall into one); returns the windows' counts."""
+        pid = self.thpd_pid(c)
+        windows = []
+        deadline = time.monotonic() + 6 * IDLE_WINDOW
+        while time.monotonic() < deadline:
+            before = c.context_switches(pid)
+            time.sleep(IDLE_WINDOW)
+            windows.append(c.context_switches(pid) - before)
+            if windows[-1] == 0:
+                break
+        log(f'{c.name}: idle {what}: thpd context switches per {IDLE_WINDOW:g} s window: {windows}')
+        self.assertEqual(windows[-1], 0, f'thpd is not idle {what}: {windows}')
+        return windows
+
+    def tuned_profile(self, c, profile):
+        """Starts TuneD with that profile, the way a boot with it configured does."""
+        c.run('systemctl', 'stop', 'tuned')
+        c.write('/etc/tuned/active_profile', f'{profile}\n')
+        c.write('/etc/tuned/profile_mode', 'manual\n')
+        c.run('systemctl', 'start', 'tuned')
+        self.wait_state(c, 'tuned.service', ('active', 'running'))
+
+    def test_9b_tuned(self):
+        """Debian's tuned beside a policy that wants madvise. throughput-performance leaves THP
+        alone on x86-64 (its never is for aarch64 ThunderX only); its child postgresql writes
+        enabled=never at every start: thpd restores madvise and names tuned.service, three
+        times (Drift.MaxRestores=), then reports a conflict and writes no more while TuneD is
+        restarted; when TuneD stops, the conflict ends. thpd is idle afterwards."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.drift_app_up(c)
+        # The scenario starts TuneD more often than systemd's default start limit (5 in 10 s).
+        c.write('/etc/systemd/system/tuned.service.d/system-test.conf', '[Unit]\nStartLimitIntervalSec=0\n')
+        self.apt_install(c, 'tuned')
+        self.wait_state(c, 'tuned.service', ('active', 'running'))
+
+        cursor = c.cursor()
+        self.tuned_profile(c, 'throughput-performance')
+        if os.uname().machine == 'x86_64':
+            self.ctl(c, 'status')  # a status read looks at the knobs too
+            self.assertEqual(host(ENABLED), 'madvise')
+            self.assertNotIn('found', c.journal(after=cursor, unit='thpd.service'))
+
+        # Whatever TuneD did so far is forgiven: a reload gives every writer a fresh start.
+        self.ctl(c, 'reload')
+        writes = self.metric(c, 'thpd_knob_writes_total')
+        cursor = c.cursor()
+        found = r'^enabled: found never instead of madvise, likely written by tuned\.service \(its job finished \d+ ms before\)'
+        self.tuned_profile(c, 'postgresql')
+        self.wait_journal_count(c, found + '; restoring madvise', 1, cursor)
+        self.wait_host(enabled='madvise')
+        for n in (2, 3, 4):
+            c.run('systemctl', 'restart', 'tuned')
+            self.wait_journal_count(c, found, n, cursor)
+        conflict = 'tuned.service keeps setting enabled=never: thpd no longer restores it'
+        self.wait_journal(c, re.escape(conflict), cursor)
+        self.wait_host(enabled='never')
+        restores = len(re.findall(found + '; restoring madvise', c.journal(after=cursor, unit='thpd.service'), re.M))
+        self.assertEqual(restores, 3)
+        self.assertEqual(self.metric(c, 'thpd_knob_writes_total'), writes + 3)
+
+        # TuneD goes on restarting: no more writes by thpd.
+        for _ in range(2):
+            c.run('systemctl', 'restart', 'tuned')
+        self.ctl(c, 'status')
+        self.assertEqual(host(ENABLED), 'never')
+        tuned_writes = self.metric(c, 'thpd_knob_writes_total') - writes
+        self.assertEqual(tuned_writes, 3)
+        status = self.ctl(c, 'status').stdout
+        log(f'{c.name}: thpd-ctl status with TuneD in conflict:\n{status}')
+        logs = WORKDIR / 'logs'
+        logs.mkdir(exist_ok=True)
+        (logs / 'tuned-conflict-status.txt').write_text(status)
+        self.assertIn(f'Conflict: {conflict}', status)
+        self.assertIn('target madvise left to tuned.service (see Conflict)', status)
+        self.assertIn('likely tuned.service', status)
+        show = self.show(c)
+        self.assertEqual(show['DriftConflicts'], 'enabled')
+        self.assertEqual(show['DriftConflicts.enabled.Writer'], 'tuned.service')
+        self.assertEqual(self.metric(c, 'thpd_knob_drift_conflicts'), 1)
+        log(f'{c.name}: knob writes by thpd in the TuneD scenario: {tuned_writes}')
+        self.assert_idle(c, 'with TuneD in conflict')
+
+        # TuneD stops (and puts back what it found, madvise): the conflict is over.
+        cursor = c.cursor()
+        c.run('systemctl', 'stop', 'tuned')
+        self.wait_journal(c, r'tuned\.service stopped; thpd restores', cursor)
+        self.wait_host(enabled='madvise')
+        self.assertEqual(self.show(c)['DriftConflicts'], '')
+        c.run('systemctl', 'disable', 'tuned')
+
+    def test_9c_sysfsutils(self):
+        """Debian's sysfsutils with a line for enabled=never in /etc/sysfs.d beside a policy that
+        wants madvise: each time its unit applies the file (at boot, or a restart), thpd
+        restores madvise once and names sysfsutils.service. thpd is idle afterwards."""
+        c = self.boot()
+        self.install_thpd(c)
+        self.drift_app_up(c)
+        self.apt_install(c, 'sysfsutils')
+        writes = self.metric(c, 'thpd_knob_writes_total')
+        cursor = c.cursor()
+        c.write('/etc/sysfs.d/thpd-system-test.conf', 'kernel/mm/transparent_hugepage/enabled = never\n')
+        found = (r'^enabled: found never instead of madvise, likely written by sysfsutils\.service '
+                 r'\(its job finished \d+ ms before\); restoring madvise')
+        for n in (1, 2):
+            c.run('systemctl', 'restart', 'sysfsutils')
+            self.wait_journal_count(c, found, n, cursor)
+            self.wait_host(enabled='madvise')
+        self.ctl(c, 'status')
+        self.assertEqual(self.metric(c, 'thpd_knob_writes_total'), writes + 2)
+        self.assertEqual(self.metric(c, 'thpd_knob_drift_total{knob="enabled",writer="sysfsutils.service"}'), 2)
+        self.assertEqual(self.show(c)['DriftConflicts'], '')
+        self.assert_idle(c, 'after sysfsutils')
+        c.run('rm', '/etc/sysfs.d/thpd-system-test.conf')
 
 
 # --- running ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ typedef struct Sample {
         const char *redis_units[2];
         MetricsPool pools[2];
         MetricsRestart restarts[1];
+        MetricsDrift drift[2];
         Diagnostics diagnostics;
         MetricsCounters counters;
         MetricsInput in;
@@ -39,6 +40,10 @@ static void sample_input(Sample *s) {
                         { 1048576, 0, 0, 2, 2, 2, 2 },
                 },
                 .restarts = { { "postgresql@15-main.service", "postgresql.conf" } },
+                .drift = {
+                        { "enabled", "tuned.service", 4 },
+                        { "enabled", "unknown", 1 },
+                },
                 .counters = {
                         .knob_writes = 12,
                         .knob_errors = 1,
@@ -78,6 +83,9 @@ static void sample_input(Sample *s) {
                 .storm_phases = { STORM_PHASE_STORM, STORM_PHASE_CALM, STORM_PHASE_COOLING },
                 .mitigation_level = 1,
                 .counters = &s->counters,
+                .drift = s->drift,
+                .n_drift = ELEMENTSOF(s->drift),
+                .n_drift_conflicts = 1,
         };
 }
 
@@ -375,6 +383,50 @@ START_TEST(test_settings_storm_watch) {
 }
 END_TEST
 
+/* Drift: a counter per knob and writer, and the number of knobs in conflict. */
+START_TEST(test_drift_metrics) {
+        Sample s;
+        g_autofree char *text = NULL;
+
+        sample_input(&s);
+        text = metrics_format(&s.in);
+        assert_line(text, "# TYPE thpd_knob_drift_total counter");
+        assert_line(text, "thpd_knob_drift_total{knob=\"enabled\",writer=\"tuned.service\"} 4");
+        assert_line(text, "thpd_knob_drift_total{knob=\"enabled\",writer=\"unknown\"} 1");
+        assert_line(text, "thpd_knob_drift_conflicts 1");
+        sample_done(&s);
+}
+END_TEST
+
+/* [Drift]: the defaults, both keys, and a bad value reported on its line and ignored. */
+START_TEST(test_settings_drift) {
+        Diagnostics diag;
+        Settings s;
+
+        ck_assert_int_eq(load_settings_text("", &s, &diag), 0);
+        ck_assert_uint_eq(s.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
+        ck_assert_uint_eq(s.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+
+        ck_assert_int_eq(load_settings_text("[Drift]\nMaxRestores=0\nRestoreWindowSec=1h\n", &s, &diag), 0);
+        ck_assert_uint_eq(s.drift.max_restores, 0);
+        ck_assert_uint_eq(s.drift.restore_window_usec, 3600 * USEC_PER_SEC);
+        ck_assert_uint_eq(diag.n_errors + diag.n_warnings, 0);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+
+        ck_assert_int_eq(load_settings_text("[Drift]\nMaxRestores=many\nRestoreWindowSec=0\n", &s, &diag), 0);
+        ck_assert_uint_eq(s.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
+        ck_assert_uint_eq(s.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
+        ck_assert_uint_eq(diag.n_errors, 2);
+        g_autofree char *first = diagnostic_format(g_ptr_array_index(diag.items, 0));
+        ck_assert_msg(strstr(first, ":2: ") && strstr(first, "MaxRestores="), "%s", first);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+}
+END_TEST
+
 /* Not a check: how long one rendering of the full sample takes, for the record. */
 START_TEST(test_render_time) {
         struct timespec a, b;
@@ -415,11 +467,13 @@ int main(int argc, char *argv[]) {
         tcase_add_test(tc, test_minimal_input);
         tcase_add_test(tc, test_text_follows_state);
         tcase_add_test(tc, test_render_time);
+        tcase_add_test(tc, test_drift_metrics);
         suite_add_tcase(s, tc);
         tc = tcase_create("files");
         tcase_add_test(tc, test_file_replace);
         tcase_add_test(tc, test_settings_textfile_path);
         tcase_add_test(tc, test_settings_storm_watch);
+        tcase_add_test(tc, test_settings_drift);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -13,7 +13,7 @@ typedef struct Fixture {
         PlanState state;
         GPtrArray *policies;
         GHashTable *isolation;
-        bool present[_KNOB_MAX], owned[_KNOB_MAX], units_known;
+        bool present[_KNOB_MAX], owned[_KNOB_MAX], yielded[_KNOB_MAX], units_known;
         KnobValue current[_KNOB_MAX], recorded[_KNOB_MAX], pinned[_KNOB_MAX];
         KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
         uint64_t now, pool_grace;
@@ -38,7 +38,7 @@ static void setup(void) {
         F.policies = g_ptr_array_new_with_free_func(policy_free_void);
         F.isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
         FOREACH_KNOB(k) {
-                F.present[k] = F.owned[k] = false;
+                F.present[k] = F.owned[k] = F.yielded[k] = false;
                 F.current[k] = F.recorded[k] = F.pinned[k] = KNOB_VALUE_UNSET;
                 F.mitigation[k] = F.override[k] = KNOB_VALUE_UNSET;
         }
@@ -88,6 +88,7 @@ static void run(const PlanCandidate *candidates, size_t n) {
                         .pinned = F.pinned,
                         .mitigation = F.mitigation,
                         .override = F.override,
+                        .yielded = F.yielded,
                 }, &F.plan);
 }
 
@@ -405,6 +406,35 @@ START_TEST(test_change_flags) {
 }
 END_TEST
 
+/* A knob in conflict with a writer that keeps rewriting it is not written back while it differs
+ * from its target; a knob the writer leaves at the target is kept as usual, and a knob nobody
+ * holds is still adopted. */
+START_TEST(test_yield_to_a_conflict) {
+        const Policy *p = add_policy("redis.conf", "madvise");
+        PlanUnit u = { .name = "redis-server.service" };
+
+        F.current[KNOB_ENABLED] = value(KNOB_ENABLED, "never");
+        F.yielded[KNOB_ENABLED] = true;
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_YIELD, "madvise");
+
+        F.current[KNOB_ENABLED] = value(KNOB_ENABLED, "madvise");
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_KEEP, "madvise");
+
+        F.yielded[KNOB_DEFRAG] = true;
+        F.current[KNOB_DEFRAG] = value(KNOB_DEFRAG, "never");
+        run_one(p, &u, 1);
+        assert_step(KNOB_DEFRAG, KNOB_ACTION_ADOPT, "madvise");
+
+        /* Once the conflict is over the policy's value is written again. */
+        F.yielded[KNOB_ENABLED] = false;
+        F.current[KNOB_ENABLED] = value(KNOB_ENABLED, "never");
+        run_one(p, &u, 1);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "madvise");
+}
+END_TEST
+
 static Suite *plan_suite(void) {
         Suite *s = suite_create("plan");
         TCase *tc = tcase_create("rules");
@@ -420,6 +450,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
         tcase_add_test(tc, test_change_flags);
+        tcase_add_test(tc, test_yield_to_a_conflict);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "drift.h"
+#include "util.h"
+
+static const char *const drift_action_table[_DRIFT_ACTION_MAX] = {
+        [DRIFT_ACTION_RESTORE] = "restored",
+        [DRIFT_ACTION_ADOPT] = "adopted",
+        [DRIFT_ACTION_YIELD] = "yielded",
+};
+
+const char *drift_action_to_string(DriftAction a) {
+        return a >= 0 && a < _DRIFT_ACTION_MAX ? drift_action_table[a] : NULL;
+}
+
+static void restores_free(gpointer p) {
+        g_array_unref(p);
+}
+
+static void conflict_clear(gpointer p) {
+        DriftConflict *c = p;
+
+        g_free(c->item);
+        g_free(c->writer);
+        g_free(c->value);
+}
+
+void drift_event_clear(DriftEvent *e) {
+        g_clear_pointer(&e->item, g_free);
+        g_clear_pointer(&e->expected, g_free);
+        g_clear_pointer(&e->found, g_free);
+        g_clear_pointer(&e->writer, g_free);
+}
+
+static void event_clear(gpointer p) {
+        drift_event_clear(p);
+}
+
+void drift_state_init(DriftState *s) {
+        *s = (DriftState) {
+                .restores = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, restores_free),
+                .conflicts = g_array_new(FALSE, TRUE, sizeof(DriftConflict)),
+                .recent = g_array_new(FALSE, TRUE, sizeof(DriftEvent)),
+        };
+        g_array_set_clear_func(s->conflicts, conflict_clear);
+        g_array_set_clear_func(s->recent, event_clear);
+}
+
+void drift_state_done(DriftState *s) {
+        g_clear_pointer(&s->restores, g_hash_table_destroy);
+        g_clear_pointer(&s->conflicts, g_array_unref);
+        g_clear_pointer(&s->recent, g_array_unref);
+}
+
+void drift_reset(DriftState *s) {
+        g_hash_table_remove_all(s->restores);
+        g_array_set_size(s->conflicts, 0);
+}
+
+const char *drift_attribute(const DriftJob *job, uint64_t found_usec) {
+        if (!job || !job->unit || found_usec < job->ended_usec)
+                return NULL;
+        return found_usec - job->ended_usec <= DRIFT_ATTRIBUTION_USEC ? job->unit : NULL;
+}
+
+/* The unknown writer is counted too: thpd must not fight anyone without end. */
+static char *restores_key(const char *item, const char *writer) {
+        return g_strdup_printf("%s\n%s", item, writer ?: "");
+}
+
+static DriftConflict *find_conflict(const DriftState *s, const char *item) {
+        for (guint i = 0; i < s->conflicts->len; i++) {
+                DriftConflict *c = &g_array_index(s->conflicts, DriftConflict, i);
+
+                if (streq(c->item, item))
+                        return c;
+        }
+        return NULL;
+}
+
+DriftAction drift_decide(DriftState *s, const DriftSettings *settings, const char *item, bool held,
+                         const char *writer, const char *found, uint64_t now_usec, uint64_t now_realtime_usec) {
+        DriftConflict *c;
+        GArray *times;
+        char *key;
+
+        if (!held)
+                return DRIFT_ACTION_ADOPT;
+
+        /* Once thpd gave an item up, any writer may set it until the conflict is over. */
+        c = find_conflict(s, item);
+        if (c) {
+                g_free(c->value);
+                c->value = g_strdup(found);
+                return DRIFT_ACTION_YIELD;
+        }
+
+        key = restores_key(item, writer);
+        times = g_hash_table_lookup(s->restores, key);
+        if (!times) {
+                times = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+                g_hash_table_insert(s->restores, key, times);
+        } else
+                g_free(key);
+
+        /* Only restores within the window count: a writer that changes the knob once a day,
+         * like a nightly configuration-management run, is corrected every time. */
+        while (times->len > 0 && now_usec - g_array_index(times, uint64_t, 0) >= settings->restore_window_usec)
+                g_array_remove_index(times, 0);
+
+        if (times->len >= settings->max_restores) {
+                DriftConflict new_conflict = {
+                        .item = g_strdup(item),
+                        .writer = g_strdup(writer),
+                        .value = g_strdup(found),
+                        .since_realtime_usec = now_realtime_usec,
+                };
+
+                g_array_append_val(s->conflicts, new_conflict);
+                return DRIFT_ACTION_YIELD;
+        }
+        g_array_append_val(times, now_usec);
+        return DRIFT_ACTION_RESTORE;
+}
+
+void drift_record(DriftState *s, DriftEvent *event) {
+        if (s->recent->len >= DRIFT_RECENT_MAX)
+                g_array_remove_index(s->recent, 0);
+        g_array_append_val(s->recent, *event);
+        *event = (DriftEvent) {};
+}
+
+const DriftConflict *drift_conflict(const DriftState *s, const char *item) {
+        return find_conflict(s, item);
+}
+
+void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]) {
+        Knob k;
+
+        FOREACH_KNOB(i)
+                ret[i] = false;
+        for (guint i = 0; i < s->conflicts->len; i++)
+                if (knob_from_name(g_array_index(s->conflicts, DriftConflict, i).item, &k) >= 0)
+                        ret[k] = true;
+}
+
+bool drift_has_writer(const DriftState *s, const char *unit) {
+        for (guint i = 0; i < s->conflicts->len; i++)
+                if (streq_ptr(g_array_index(s->conflicts, DriftConflict, i).writer, unit))
+                        return true;
+        return false;
+}
+
+bool drift_writer_state(DriftState *s, const char *unit, bool running) {
+        GHashTableIter iter;
+        const char *key;
+        bool forgot = false;
+
+        for (guint i = 0; i < s->conflicts->len;) {
+                DriftConflict *c = &g_array_index(s->conflicts, DriftConflict, i);
+
+                if (!streq_ptr(c->writer, unit)) {
+                        i++;
+                        continue;
+                }
+                if (running)
+                        c->writer_ran = true;
+                else if (c->writer_ran) {
+                        g_array_remove_index(s->conflicts, i);
+                        forgot = true;
+                        continue;
+                }
+                i++;
+        }
+        if (!forgot)
+                return false;
+
+        g_hash_table_iter_init(&iter, s->restores);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &key, NULL)) {
+                const char *writer = strchr(key, '\n');
+
+                if (writer && streq(writer + 1, unit))
+                        g_hash_table_iter_remove(&iter);
+        }
+        return true;
+}
+
+char *drift_describe_writer(const char *writer, uint64_t job_age_usec) {
+        if (!writer)
+                return g_strdup("unknown writer");
+        return g_strdup_printf("likely written by %s (its job finished %" PRIu64 " ms before)", writer,
+                               job_age_usec / USEC_PER_MSEC);
+}
+
+char *drift_describe_conflict(const DriftConflict *c) {
+        return g_strdup_printf("%s keeps setting %s=%s: thpd no longer restores it",
+                               c->writer ?: "an unknown writer", c->item, c->value);
+}

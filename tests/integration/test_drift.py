@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Knobs written behind thpd's back (issue 23), with units of the test's systemd --user manager
+writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit would:
+
+- a oneshot unit writes a knob a policy holds: thpd restores it, credits the unit, and reports
+  one drift event (Drift signal, RecentDrift, the log, thpd_knob_drift_total);
+- a timer runs a oneshot that rewrites the knob again and again: after Drift.MaxRestores=
+  restores thpd reports a conflict naming the unit and writes no more, however often the unit
+  writes; a reload ends the conflict and thpd restores the knob once more;
+- a writer that stays active (RemainAfterExit=yes) and MaxRestores=0: the conflict lasts until
+  that unit stops, then thpd restores the knob;
+- a knob no policy holds is adopted as the baseline, and its writer named;
+- a write from outside any unit is found at the next status call, restored before the answer,
+  and reported as by an unknown writer;
+- a hugetlb pool a policy sizes, shrunk by a oneshot unit: resized and the unit credited; after
+  MaxRestores= a conflict, the pool left as that unit set it until a reload.
+
+Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
+samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
+
+Run as root:
+    THPD_BIN=build/src/daemon/thpd THPD_CTL_BIN=build/src/ctl/thpd-ctl /usr/bin/python3 -B test_drift.py -v
+"""
+
+import json
+import os
+import re
+import select
+import subprocess
+import time
+import unittest
+from pathlib import Path
+
+import jsonschema
+
+import thpdtest
+from thpdtest import ThpdTestCase, wait_until
+
+DEADLINE = 30.0
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / 'data' / 'thpd-ctl.schema.json').read_text())
+APP = 'thpd-test-app.service'
+POLICY = f"""\
+[Policy]
+Units={APP}
+[TransparentHugePages]
+Enabled=madvise
+"""
+
+
+class DriftTest(ThpdTestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(os.environ.get('THPD_CTL_BIN', ''), os.X_OK):
+            raise unittest.SkipTest('THPD_CTL_BIN does not name thpd-ctl')
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        # The admin's setting before thpd: always, so that the policy's madvise is a change.
+        self.kernel.set_knob('enabled', 'always')
+        self.write_policy('app.conf', POLICY)
+
+    def write_drift_config(self, max_restores=3, window='10min'):
+        self.config_path.write_text(f'[Daemon]\n[Drift]\nMaxRestores={max_restores}\nRestoreWindowSec={window}\n')
+
+    def ctl(self, *args):
+        proc = self.stack.run(os.environ['THPD_CTL_BIN'], '--user', *args, check=False)
+        self.assertEqual(proc.returncode, 0, f'thpd-ctl {" ".join(args)}: {proc.stderr}')
+        return proc.stdout
+
+    def start_with_app(self):
+        daemon = self.start_thpd()
+        self.start_unit(APP)
+        self.wait_knobs(enabled='madvise')
+        # The knob moves at the start job's JobNew; a status call, answered in order after the
+        # JobRemoved that follows, makes sure thpd has looked at that job's end before a
+        # writer runs: a slow daemon (valgrind) would credit the app's job with the change.
+        self.ctl('show', '-p', 'Version')
+        return daemon
+
+    def writer_command(self, knob, value, count_file=None):
+        script = f'echo {value} > {self.kernel.knob_path(knob)}'
+        if count_file:
+            script += f'; echo x >> {count_file}'
+        return ('/bin/sh', '-c', script)
+
+    @staticmethod
+    def next_event(monitor, signal, deadline=DEADLINE):
+        """The next line of thpd-ctl --json monitor for that signal."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            ready, _, _ = select.select([monitor.stdout], [], [], end - time.monotonic())
+            if not ready:
+                break
+            line = monitor.stdout.readline()
+            if not line:
+                break
+            event = json.loads(line)
+            if event['signal'] == signal:
+                return event
+        raise AssertionError(f'no {signal} signal within {deadline} s')
+
+    def validate(self, instance, verb):
+        jsonschema.validate(instance, {**SCHEMA, '$ref': f'#/$defs/{verb}'}, cls=jsonschema.Draft202012Validator)
+
+    @staticmethod
+    def count(daemon, pattern):
+        return len(re.findall(pattern, daemon.log(), re.M))
+
+    def metric(self, name, labels=''):
+        text = self.ctl('metrics')
+        match = re.search(rf'^{re.escape(name + labels)} (\d+)$', text, re.M)
+        return int(match.group(1)) if match else 0
+
+    def test_1_oneshot_writer_restored(self):
+        """A oneshot unit sets enabled=never under the policy's madvise: restored, credited to
+        the unit, one drift event."""
+        daemon = self.start_with_app()
+        monitor = subprocess.Popen([os.environ['THPD_CTL_BIN'], '--user', '--json', 'monitor'], env=self.stack.env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.addCleanup(monitor.wait)
+        self.addCleanup(monitor.terminate)
+        # It says so on stderr once it listens.
+        ready, _, _ = select.select([monitor.stderr], [], [], DEADLINE)
+        self.assertTrue(ready, 'thpd-ctl monitor did not start')
+        self.assertIn('Following thpd', monitor.stderr.readline())
+        writes_before = self.metric('thpd_knob_writes_total')
+
+        self.start_unit('thpd-test-writer.service', *self.writer_command('enabled', 'never'),
+                        properties=('Type=oneshot',))
+        daemon.wait_log(r'enabled: found never instead of madvise, likely written by thpd-test-writer\.service '
+                        r'\(its job finished \d+ ms before\); restoring madvise', timeout=DEADLINE)
+        self.wait_knobs(enabled='madvise')
+
+        drift = self.next_event(monitor, 'Drift')
+        self.validate(drift, 'monitor')
+        self.assertEqual(drift['drift'], [{'knob': 'enabled', 'expected': 'madvise', 'found': 'never',
+                                              'writer': 'thpd-test-writer.service', 'action': 'restored'}])
+
+        status = json.loads(self.ctl('--json', 'status'))
+        self.validate(status, 'status')
+        self.assertEqual([(d['knob'], d['found'], d['writer'], d['action']) for d in status['recent_drift']],
+                         [('enabled', 'never', 'thpd-test-writer.service', 'restored')])
+        self.assertEqual(status['drift_conflicts'], [])
+        self.assertEqual(self.count(daemon, r'found never instead of madvise'), 1)
+        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="thpd-test-writer.service"}'), 1)
+        self.assertEqual(self.metric('thpd_knob_writes_total'), writes_before + 1)
+        text = self.ctl('status')
+        self.assertRegex(text, r'Drift: .* enabled=never instead of madvise, likely thpd-test-writer\.service '
+                               r'\(its job finished \d+ ms before\); restored')
+
+    def test_2_loop_writer_conflict(self):
+        """A timer runs a writer again and again: MaxRestores=3 restores, then a conflict naming
+        it and no more writes by thpd while the writer goes on; a reload ends the conflict."""
+        self.write_drift_config(max_restores=3)
+        daemon = self.start_with_app()
+        writes_before = self.metric('thpd_knob_writes_total')
+        count_file = self.tmp / 'writes'
+        count_file.touch()
+        count_file.chmod(0o666)
+        self.stack.units.add('thpd-test-loop.timer')
+        self.stack.run('systemd-run', '--user', '--quiet', '--collect', '--unit=thpd-test-loop',
+                       '--on-active=100ms', '--on-unit-active=300ms', '--timer-property=AccuracySec=1ms',
+                       '--property=Type=oneshot', '--', *self.writer_command('enabled', 'never', count_file))
+
+        daemon.wait_log(r'thpd-test-loop\.service keeps setting enabled=never: thpd no longer restores it',
+                        timeout=DEADLINE)
+        restores = r'found never instead of madvise, likely written by thpd-test-loop\.service .*; restoring'
+        self.assertEqual(self.count(daemon, restores), 3)
+        writes_at_conflict = self.metric('thpd_knob_writes_total')
+        self.assertEqual(writes_at_conflict, writes_before + 3)
+        self.wait_knobs(enabled='never')
+
+        # The writer goes on: each write is a job end thpd looks at, and none is answered.
+        seen = len(count_file.read_text().splitlines())
+        wait_until(lambda: len(count_file.read_text().splitlines()) >= seen + 5, DEADLINE,
+                   'five more rounds of the writer')
+        self.stack.run('systemctl', '--user', 'stop', 'thpd-test-loop.timer')
+        wait_until(lambda: self.stack.unit_state('thpd-test-loop.service') in ('inactive', 'failed'), DEADLINE,
+                   'the writer to finish its last round')
+        self.assertEqual(self.count(daemon, restores), 3)
+        self.assertEqual(self.metric('thpd_knob_writes_total'), writes_at_conflict)
+        self.assert_knobs(enabled='never')
+
+        show = self.ctl('show', '-p', 'DriftConflicts')
+        self.assertIn('DriftConflicts=enabled\n', show)
+        self.assertIn('DriftConflicts.enabled.Writer=thpd-test-loop.service\n', show)
+        self.assertIn('DriftConflicts.enabled.Value=never\n', show)
+        self.assertIn('thpd_knob_drift_conflicts 1', self.ctl('metrics'))
+        explain_json = json.loads(self.ctl('--json', 'explain', 'enabled'))
+        self.validate(explain_json, 'explain')
+        self.assertEqual([(c['knob'], c['writer'], c['value']) for c in explain_json['drift_conflicts']],
+                         [('enabled', 'thpd-test-loop.service', 'never')])
+        explain = self.ctl('explain', 'enabled')
+        self.assertIn('Conflict: thpd-test-loop.service keeps setting enabled=never: thpd no longer restores it',
+                      explain)
+        status = self.ctl('status')
+        self.assertRegex(status, r'Conflict: thpd-test-loop\.service keeps setting enabled=never: '
+                                 r'thpd no longer restores it \(since ')
+        self.assertIn('; 1 knob(s) left to a writer that keeps rewriting them', status.splitlines()[0])
+        self.assertRegex(status, r'enabled +never .* target madvise left to thpd-test-loop\.service \(see Conflict\)')
+        self.assertNotIn('is not applied', status)
+
+        # A reload settles the fight: thpd writes its value again, once.
+        self.ctl('reload')
+        self.wait_knobs(enabled='madvise')
+        self.assertEqual(self.metric('thpd_knob_writes_total'), writes_at_conflict + 1)
+        self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+
+    def test_3_conflict_until_writer_stops(self):
+        """MaxRestores=0: the first change is a conflict; it lasts until that unit stops."""
+        self.write_drift_config(max_restores=0)
+        daemon = self.start_with_app()
+        self.start_unit('thpd-test-tuned.service', *self.writer_command('enabled', 'never'),
+                        properties=('Type=oneshot', 'RemainAfterExit=yes'))
+        daemon.wait_log(r'thpd-test-tuned\.service keeps setting enabled=never: thpd no longer restores it',
+                        timeout=DEADLINE)
+        self.assert_knobs(enabled='never')
+        self.assertEqual(self.count(daemon, r'found never instead of madvise.*; restoring'), 0)
+
+        self.stop_unit('thpd-test-tuned.service')
+        daemon.wait_log(r'thpd-test-tuned\.service stopped; thpd restores', timeout=DEADLINE)
+        self.wait_knobs(enabled='madvise')
+        self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+
+    def test_4_free_knob_adopted(self):
+        """defrag, which no policy holds, set by a oneshot unit: the new baseline, writer named."""
+        daemon = self.start_with_app()
+        self.start_unit('thpd-test-sysfsutils.service', *self.writer_command('defrag', 'never'),
+                        properties=('Type=oneshot', 'RemainAfterExit=yes'))
+        daemon.wait_log(r'defrag: found never instead of madvise, likely written by thpd-test-sysfsutils\.service '
+                        r'\(its job finished \d+ ms before\); no policy holds it; taking it as the baseline',
+                        timeout=DEADLINE)
+        show = self.ctl('show', '-p', 'Knobs', '-p', 'RecentDrift')
+        self.assertIn('Knobs.defrag.Baseline=never\n', show)
+        self.assertRegex(show, r'RecentDrift=defrag never madvise thpd-test-sysfsutils\.service adopted \d+\n')
+        self.assert_knobs(defrag='never', enabled='madvise')
+
+    def test_5_unattributed_write_at_status(self):
+        """A write from no unit is found when status is asked for, restored before the answer,
+        and reported as by an unknown writer."""
+        daemon = self.start_with_app()
+        self.kernel.knob_path('enabled').write_text('never\n')
+        status = self.ctl('status')
+        self.assert_knobs(enabled='madvise')
+        self.assertRegex(status, r'Drift: .* enabled=never instead of madvise, unknown writer; restored')
+        self.assertEqual(self.count(daemon, r'enabled: found never instead of madvise, unknown writer; restoring'), 1)
+        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 1)
+
+    def test_6_pool_writer(self):
+        """A oneshot unit empties the 2 MiB pool a policy sizes: thpd sizes it again and credits
+        the unit; the second time (MaxRestores=1) it leaves the pool to it until a reload."""
+        self.write_drift_config(max_restores=1)
+        self.write_policy('db.conf', '[Policy]\nUnits=thpd-test-db.service\n[HugeTLB]\nPages=16\n')
+        daemon = self.start_with_app()
+        self.start_unit('thpd-test-db.service')
+        self.wait_pool(16)
+        self.ctl('show', '-p', 'Version')
+        pool = self.kernel.pool_path()
+        writer = ('/bin/sh', '-c', f'echo 0 > {pool}')
+
+        self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
+        daemon.wait_log(r'hugepages-2048kB/nr_hugepages: found 0 instead of 16, likely written by '
+                        r'thpd-test-pool-writer\.service \(its job finished \d+ ms before\); restoring 16 '
+                        r'\(.*db\.conf for thpd-test-db\.service\)', timeout=DEADLINE)
+        self.wait_pool(16)
+
+        self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
+        daemon.wait_log(r'thpd-test-pool-writer\.service keeps setting hugepages-2048kB/nr_hugepages=0: '
+                        r'thpd no longer restores it', timeout=DEADLINE)
+        status = json.loads(self.ctl('--json', 'status'))
+        self.validate(status, 'status')
+        self.assertEqual([(c['knob'], c['writer'], c['value']) for c in status['drift_conflicts']],
+                         [('hugepages-2048kB/nr_hugepages', 'thpd-test-pool-writer.service', '0')])
+        self.assertEqual(self.kernel.read_pool(), 0)
+        self.assertIn('left at 0 pages to thpd-test-pool-writer.service', status['hugetlb_pools'][0]['shortfall'])
+
+        self.ctl('reload')
+        self.wait_pool(16)
+        self.assertEqual(self.metric('thpd_knob_drift_total',
+                                     '{knob="hugepages-2048kB/nr_hugepages",writer="thpd-test-pool-writer.service"}'), 2)
+
+
+if __name__ == '__main__':
+    thpdtest.main()

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "drift.h"
+#include "test-util.h"
+#include "util.h"
+
+/* One test per rule of drift handling: attribution to the unit whose job just ended, restoring a
+ * held knob, adopting a free one, the per-writer restore limit within its window, the unknown
+ * writer counted too, a conflict lasting until its writer stops or a reload, the recent list. */
+
+#define T0 (1000 * USEC_PER_SEC)
+#define WINDOW (600 * USEC_PER_SEC)
+
+static DriftState S;
+static const DriftSettings SETTINGS = { .max_restores = 3, .restore_window_usec = WINDOW };
+
+static void setup(void) {
+        drift_state_init(&S);
+}
+
+static void teardown(void) {
+        drift_state_done(&S);
+}
+
+static DriftAction decide(const char *item, bool held, const char *writer, uint64_t now) {
+        return drift_decide(&S, &SETTINGS, item, held, writer, "never", now, now);
+}
+
+/* Credited to the unit whose job just ended; found later, or with no job, nobody is named. */
+START_TEST(test_attribution) {
+        DriftJob job = { .unit = "tuned.service", .ended_usec = T0 };
+
+        ck_assert_str_eq(drift_attribute(&job, T0 + 12 * USEC_PER_MSEC), "tuned.service");
+        ck_assert_str_eq(drift_attribute(&job, T0 + DRIFT_ATTRIBUTION_USEC), "tuned.service");
+        ck_assert_ptr_null(drift_attribute(&job, T0 + DRIFT_ATTRIBUTION_USEC + 1));
+        ck_assert_ptr_null(drift_attribute(&job, T0 - 1));
+        ck_assert_ptr_null(drift_attribute(NULL, T0));
+}
+END_TEST
+
+/* No source holds the knob: the change becomes the baseline, whoever made it, every time. */
+START_TEST(test_free_knob_adopted) {
+        for (unsigned i = 0; i < 10; i++)
+                ck_assert_int_eq(decide("enabled", false, "sysfsutils.service", T0 + i), DRIFT_ACTION_ADOPT);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+}
+END_TEST
+
+/* A held knob is restored MaxRestores times; the next rewrite by the same writer within the
+ * window is a conflict naming it, and thpd yields from then on. */
+START_TEST(test_restore_then_conflict) {
+        const DriftConflict *c;
+        bool yielded[_KNOB_MAX];
+
+        for (unsigned i = 0; i < SETTINGS.max_restores; i++)
+                ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + i * USEC_PER_SEC),
+                                 DRIFT_ACTION_RESTORE);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+
+        ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + 10 * USEC_PER_SEC), DRIFT_ACTION_YIELD);
+        c = drift_conflict(&S, "enabled");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(c->writer, "loop.service");
+        ck_assert_int_eq(c->since_realtime_usec, T0 + 10 * USEC_PER_SEC);
+        ck_assert(drift_has_writer(&S, "loop.service"));
+
+        ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + 11 * USEC_PER_SEC), DRIFT_ACTION_YIELD);
+        drift_yielded(&S, yielded);
+        ck_assert(yielded[KNOB_ENABLED]);
+        ck_assert(!yielded[KNOB_DEFRAG]);
+}
+END_TEST
+
+/* A hugetlb pool is an item like a knob: limited on its own, and not among the yielded knobs. */
+START_TEST(test_pool_item) {
+        bool yielded[_KNOB_MAX];
+
+        for (unsigned i = 0; i < SETTINGS.max_restores; i++)
+                ck_assert_int_eq(decide("hugepages-2048kB/nr_hugepages", true, "tuned.service", T0 + i),
+                                 DRIFT_ACTION_RESTORE);
+        ck_assert_int_eq(decide("hugepages-2048kB/nr_hugepages", true, "tuned.service", T0 + 5), DRIFT_ACTION_YIELD);
+        ck_assert_ptr_nonnull(drift_conflict(&S, "hugepages-2048kB/nr_hugepages"));
+        ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 6), DRIFT_ACTION_RESTORE);
+        drift_yielded(&S, yielded);
+        FOREACH_KNOB(k)
+                ck_assert(!yielded[k]);
+}
+END_TEST
+
+/* Limits count per writer and per knob. */
+START_TEST(test_limit_per_writer_and_knob) {
+        for (unsigned i = 0; i < SETTINGS.max_restores; i++) {
+                ck_assert_int_eq(decide("enabled", true, "a.service", T0 + i), DRIFT_ACTION_RESTORE);
+                ck_assert_int_eq(decide("enabled", true, "b.service", T0 + i), DRIFT_ACTION_RESTORE);
+                ck_assert_int_eq(decide("defrag", true, "a.service", T0 + i), DRIFT_ACTION_RESTORE);
+        }
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+        ck_assert_ptr_null(drift_conflict(&S, "defrag"));
+}
+END_TEST
+
+/* Restores older than the window no longer count. */
+START_TEST(test_window) {
+        for (unsigned i = 0; i < SETTINGS.max_restores; i++)
+                ck_assert_int_eq(decide("enabled", true, "nightly.service", T0 + i), DRIFT_ACTION_RESTORE);
+        ck_assert_int_eq(decide("enabled", true, "nightly.service", T0 + WINDOW + 1), DRIFT_ACTION_RESTORE);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+}
+END_TEST
+
+/* An unknown writer is limited like a named one: thpd never fights without end. */
+START_TEST(test_unknown_writer_limited) {
+        const DriftConflict *c;
+
+        for (unsigned i = 0; i < SETTINGS.max_restores; i++)
+                ck_assert_int_eq(decide("enabled", true, NULL, T0 + i), DRIFT_ACTION_RESTORE);
+        ck_assert_int_eq(decide("enabled", true, NULL, T0 + 5), DRIFT_ACTION_YIELD);
+        c = drift_conflict(&S, "enabled");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_ptr_null(c->writer);
+}
+END_TEST
+
+/* A knob in conflict is yielded to any writer until the conflict is over. */
+START_TEST(test_conflict_yields_to_anyone) {
+        DriftSettings none = { .max_restores = 0, .restore_window_usec = WINDOW };
+
+        ck_assert_int_eq(drift_decide(&S, &none, "enabled", true, "tuned.service", "never", T0, T0), DRIFT_ACTION_YIELD);
+        ck_assert_int_eq(decide("enabled", true, "other.service", T0 + 1), DRIFT_ACTION_YIELD);
+        ck_assert_str_eq(drift_conflict(&S, "enabled")->writer, "tuned.service");
+}
+END_TEST
+
+/* A writer seen running after the conflict began, then not: it stopped, the conflict and its
+ * count go, and the knob is restored again. Another unit's state, or a writer never seen running
+ * (a oneshot that writes and exits), changes nothing. */
+START_TEST(test_writer_stops) {
+        for (unsigned i = 0; i <= SETTINGS.max_restores; i++)
+                (void) decide("enabled", true, "tuned.service", T0 + i);
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+
+        ck_assert(!drift_writer_state(&S, "tuned.service", false));
+        ck_assert(!drift_writer_state(&S, "other.service", true));
+        ck_assert(!drift_writer_state(&S, "other.service", false));
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+
+        ck_assert(!drift_writer_state(&S, "tuned.service", true));
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+        ck_assert(drift_writer_state(&S, "tuned.service", false));
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+        ck_assert(!drift_has_writer(&S, "tuned.service"));
+        ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 200), DRIFT_ACTION_RESTORE);
+}
+END_TEST
+
+/* A reload gives every writer a fresh start. */
+START_TEST(test_reset) {
+        for (unsigned i = 0; i <= SETTINGS.max_restores; i++)
+                (void) decide("enabled", true, "loop.service", T0 + i);
+        drift_reset(&S);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+        ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + 10), DRIFT_ACTION_RESTORE);
+}
+END_TEST
+
+/* The recent list keeps the last DRIFT_RECENT_MAX events, oldest first. */
+START_TEST(test_recent) {
+        for (unsigned i = 0; i < DRIFT_RECENT_MAX + 2; i++) {
+                DriftEvent e = { .item = g_strdup("enabled"), .writer = g_strdup_printf("w%u.service", i) };
+
+                drift_record(&S, &e);
+                ck_assert_ptr_null(e.writer);
+                ck_assert_ptr_null(e.item);
+        }
+        ck_assert_uint_eq(S.recent->len, DRIFT_RECENT_MAX);
+        ck_assert_str_eq(g_array_index(S.recent, DriftEvent, 0).writer, "w2.service");
+        ck_assert_str_eq(g_array_index(S.recent, DriftEvent, DRIFT_RECENT_MAX - 1).writer, "w9.service");
+}
+END_TEST
+
+START_TEST(test_describe) {
+        g_autofree char *named = drift_describe_writer("tuned.service", 12 * USEC_PER_MSEC + 400);
+        g_autofree char *unknown = drift_describe_writer(NULL, 0);
+        g_autofree char *conflict = NULL;
+
+        ck_assert_str_eq(named, "likely written by tuned.service (its job finished 12 ms before)");
+        ck_assert_str_eq(unknown, "unknown writer");
+        for (unsigned i = 0; i <= SETTINGS.max_restores; i++)
+                (void) decide("enabled", true, "tuned.service", T0 + i);
+        conflict = drift_describe_conflict(drift_conflict(&S, "enabled"));
+        ck_assert_str_eq(conflict, "tuned.service keeps setting enabled=never: thpd no longer restores it");
+        ck_assert_str_eq(drift_action_to_string(DRIFT_ACTION_RESTORE), "restored");
+}
+END_TEST
+
+static Suite *drift_suite(void) {
+        Suite *s = suite_create("drift");
+        TCase *tc = tcase_create("rules");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_attribution);
+        tcase_add_test(tc, test_free_knob_adopted);
+        tcase_add_test(tc, test_restore_then_conflict);
+        tcase_add_test(tc, test_limit_per_writer_and_knob);
+        tcase_add_test(tc, test_pool_item);
+        tcase_add_test(tc, test_window);
+        tcase_add_test(tc, test_unknown_writer_limited);
+        tcase_add_test(tc, test_conflict_yields_to_anyone);
+        tcase_add_test(tc, test_writer_stops);
+        tcase_add_test(tc, test_reset);
+        tcase_add_test(tc, test_recent);
+        tcase_add_test(tc, test_describe);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return test_run_suite(drift_suite());
+}
