@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
 #include "manager-bus.h"
 #include "manager-drift.h"
@@ -14,58 +15,8 @@
 
 #define OVERRIDE_MAX_USEC (365 * 24 * 3600 * USEC_PER_SEC)
 
-/* Await() callers held at once. Each costs a message and a bus match; beyond this a caller gets
- * LimitsExceeded instead of our memory. */
-#define AWAITERS_MAX 1024U
-
-/* Caller-supplied strings are cut to this many characters in error messages and logs. */
-#define QUOTE_MAX 64
-
-/* Matches the limit systemd puts on unit names. */
-#define UNIT_NAME_MAX 256
-
-typedef struct Awaiter {
-        Manager *m;
-        sd_bus_message *call;
-        sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
-} Awaiter;
-
-#define SNAPSHOT_DIGEST_SIZE 32 /* SHA-256 */
-
-/* Properties that send PropertiesChanged; see tracked_properties[]. */
-enum {
-        TRACKED_KNOBS,
-        TRACKED_ACTIVE_POLICIES,
-        TRACKED_POOLS,
-        TRACKED_NEEDS_RESTART,
-        TRACKED_ISOLATED_SERVICES,
-        TRACKED_OVERRIDE,
-        TRACKED_OVERRIDE_EXPIRES_AT,
-        TRACKED_STORM_STATE,
-        TRACKED_STORM_ACTION,
-        TRACKED_STATUS,
-        TRACKED_POLICY_DIAGNOSTICS,
-        TRACKED_DRIFT_CONFLICTS,
-        TRACKED_RECENT_DRIFT,
-        _TRACKED_MAX,
-};
-
-typedef struct BusData {
-        sd_bus_slot *vtable_slot;
-        sd_bus_slot *status_filter_slot;
-        sd_event_source *exit_source;
-        PolkitRegistry *polkit;
-        GPtrArray *awaiters;               /* Awaiter* */
-        /* The SHA-256 of each tracked property as last announced, in sd_bus_message_dump() form:
-         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent.
-         * A digest, not the text: Knobs alone dumps to 4 kB, which the daemon would hold for good
-         * and reallocate at every apply. */
-        uint8_t announced[_TRACKED_MAX][SNAPSHOT_DIGEST_SIZE];
-        bool announced_valid[_TRACKED_MAX];
-} BusData;
-
 /* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
-static char *quote(const char *s) {
+char *bus_quote(const char *s) {
         if (g_utf8_strlen(s, -1) <= QUOTE_MAX)
                 return g_strdup_printf("\"%s\"", s);
 
@@ -241,7 +192,7 @@ static int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_erro
 
 /* Parses a knob name from a caller; sets error for an unknown or absent knob. */
 static int knob_from_caller(const Manager *m, const char *name, Knob *ret, sd_bus_error *error) {
-        g_autofree char *q = quote(name);
+        g_autofree char *q = bus_quote(name);
         Knob k;
 
         if (knob_from_name(name, &k) < 0) {
@@ -375,7 +326,7 @@ static int read_override(Manager *m, sd_bus_message *msg, KnobValue values[_KNOB
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is given more than once.", knob_name(k));
                 r = knob_value_from_string(k, value, &v);
                 if (r < 0) {
-                        g_autofree char *q = quote(value);
+                        g_autofree char *q = bus_quote(value);
 
                         return sd_bus_error_setf(error, THPD_ERROR_INVALID_VALUE, "%s is %s for %s; accepted: %s.", q,
                                                  r == -ERANGE ? "out of range" : "not a value", knob_name(k),
@@ -475,123 +426,6 @@ static int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_reply_method_return(msg, "s", text);
 }
 
-static void awaiter_free(Awaiter *a) {
-        if (!a)
-                return;
-        sd_bus_track_unref(a->track);
-        sd_bus_message_unref(a->call);
-        g_free(a);
-}
-
-static void awaiter_free_void(gpointer p) {
-        awaiter_free(p);
-}
-
-/* Applied: the last apply pass counted the unit for each of its policies, and the unit tracker
- * still sees it wanted. The second half matters while an apply is queued: a unit that stopped
- * and is being started again must not be answered from the pass before it stopped. */
-static bool unit_policies_applied(Manager *m, const char *unit, GPtrArray *policies) {
-        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
-        TrackedUnit *u = units ? g_hash_table_lookup(units, unit) : NULL;
-
-        if (!m->applied_once || !u || !tracked_unit_is_wanted(u))
-                return false;
-        for (guint i = 0; i < policies->len; i++) {
-                const Policy *p = g_ptr_array_index(policies, i);
-                PolicyRuntime *rt = bus_policy_runtime(m, p->name);
-
-                if (!rt || !rt->active || !g_ptr_array_find_with_equal_func(rt->units, unit, g_str_equal, NULL))
-                        return false;
-        }
-        return true;
-}
-
-/* Replies when the unit has no policy or its policies are applied; returns true if it did. */
-static bool await_try_reply(Manager *m, sd_bus_message *call, const char *unit) {
-        g_autoptr(GPtrArray) policies = manager_policies_for_unit(m, unit);
-        int r;
-
-        if (policies->len > 0 && !unit_policies_applied(m, unit, policies))
-                return false;
-        r = sd_bus_reply_method_return(call, "bs", policies->len > 0,
-                                       policies->len > 0 ? ((const Policy *) g_ptr_array_index(policies, 0))->name : "");
-        if (r < 0)
-                log_debug_errno(r, "Cannot answer Await(%s): %m", unit);
-        return true;
-}
-
-static int on_awaiter_gone(sd_bus_track *track, void *userdata) {
-        Awaiter *a = userdata;
-        BusData *d = a->m->bus_data;
-
-        log_debug("Await caller %s left the bus.", sd_bus_message_get_sender(a->call));
-        g_ptr_array_remove(d->awaiters, a);
-        return 0;
-}
-
-static void answer_awaiters(Manager *m) {
-        BusData *d = m->bus_data;
-
-        for (guint i = 0; i < d->awaiters->len;) {
-                Awaiter *a = g_ptr_array_index(d->awaiters, i);
-                const char *unit;
-
-                if (sd_bus_message_rewind(a->call, true) >= 0 && sd_bus_message_read(a->call, "s", &unit) >= 0 &&
-                    !await_try_reply(m, a->call, unit)) {
-                        i++;
-                        continue;
-                }
-                g_ptr_array_remove_index(d->awaiters, i);
-        }
-}
-
-static bool unit_name_plausible(const char *unit) {
-        const char *dot = strrchr(unit, '.');
-
-        return strlen(unit) <= UNIT_NAME_MAX && dot && dot != unit && dot[1] && !strchr(unit, '/');
-}
-
-static int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        BusData *d = m->bus_data;
-        const char *unit, *sender = sd_bus_message_get_sender(msg);
-        Awaiter *a;
-        int r;
-
-        r = sd_bus_message_read(msg, "s", &unit);
-        if (r < 0)
-                return r;
-        if (!unit_name_plausible(unit)) {
-                g_autofree char *q = quote(unit);
-
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "%s is not a unit name; pass the full name, e.g. redis-server.service.", q);
-        }
-
-        if (await_try_reply(m, msg, unit)) {
-                log_debug("Await(%s) from %s: answered at once.", unit, sender);
-                return 1;
-        }
-
-        if (d->awaiters->len >= AWAITERS_MAX)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "%u Await() calls are already waiting; try again later.", AWAITERS_MAX);
-
-        a = g_new0(Awaiter, 1);
-        a->m = m;
-        a->call = sd_bus_message_ref(msg);
-        r = sd_bus_track_new(m->bus, &a->track, on_awaiter_gone, a);
-        if (r >= 0)
-                r = sd_bus_track_add_sender(a->track, msg);
-        if (r < 0) {
-                awaiter_free(a);
-                return r;
-        }
-        g_ptr_array_add(d->awaiters, a);
-        log_debug("Await(%s) from %s: waiting for its policy.", unit, sender);
-        return 1;
-}
-
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -638,21 +472,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END
 };
 
-/* Await() callers get an answer rather than a vanished peer. */
-static void fail_awaiters(BusData *d) {
-        for (guint i = 0; i < d->awaiters->len; i++) {
-                Awaiter *a = g_ptr_array_index(d->awaiters, i);
-
-                (void) sd_bus_reply_method_errorf(a->call, THPD_ERROR_FAILED, "thpd is stopping.");
-        }
-        g_ptr_array_set_size(d->awaiters, 0);
-}
-
 /* Runs before sd-bus's own exit handler, which flushes and closes the connection. */
 static int on_event_loop_exit(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
 
-        fail_awaiters(m->bus_data);
+        bus_fail_awaiters(m->bus_data);
         manager_usage_fail_pending(m);
         return 0;
 }
@@ -706,7 +530,7 @@ static int on_connected(Manager *m, void *userdata) {
         int r;
 
         d->polkit = polkit_registry_new();
-        d->awaiters = g_ptr_array_new_with_free_func(awaiter_free_void);
+        d->awaiters = g_ptr_array_new_with_free_func(bus_awaiter_free);
         m->bus_data = d;
 
         r = sd_event_add_exit(m->event, &d->exit_source, on_event_loop_exit, m);
@@ -729,7 +553,7 @@ static void on_free(Manager *m, void *userdata) {
 
         if (!d)
                 return;
-        fail_awaiters(d);
+        bus_fail_awaiters(d);
         manager_usage_fail_pending(m);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
@@ -769,7 +593,7 @@ static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
         if (report->n_changes > 0)
                 emit_applied(m, report->changes, report->n_changes);
         emit_changed_properties(m, report);
-        answer_awaiters(m);
+        bus_answer_awaiters(m);
 }
 
 static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,

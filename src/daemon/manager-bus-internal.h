@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "manager.h"
+#include "polkit.h"
+
+/* What manager-bus.c and manager-bus-await.c share: the bus listener's state. */
+
+/* Await() callers held at once. Each costs a message and a bus match; beyond this a caller gets
+ * LimitsExceeded instead of our memory. */
+#define AWAITERS_MAX 1024U
+
+/* Caller-supplied strings are cut to this many characters in error messages and logs. */
+#define QUOTE_MAX 64
+
+/* Matches the limit systemd puts on unit names. */
+#define UNIT_NAME_MAX 256
+
+typedef struct Awaiter {
+        Manager *m;
+        sd_bus_message *call;
+        sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
+} Awaiter;
+
+#define SNAPSHOT_DIGEST_SIZE 32 /* SHA-256 */
+
+/* Properties that send PropertiesChanged; see tracked_properties[]. */
+enum {
+        TRACKED_KNOBS,
+        TRACKED_ACTIVE_POLICIES,
+        TRACKED_POOLS,
+        TRACKED_NEEDS_RESTART,
+        TRACKED_ISOLATED_SERVICES,
+        TRACKED_OVERRIDE,
+        TRACKED_OVERRIDE_EXPIRES_AT,
+        TRACKED_STORM_STATE,
+        TRACKED_STORM_ACTION,
+        TRACKED_STATUS,
+        TRACKED_POLICY_DIAGNOSTICS,
+        TRACKED_DRIFT_CONFLICTS,
+        TRACKED_RECENT_DRIFT,
+        _TRACKED_MAX,
+};
+
+typedef struct BusData {
+        sd_bus_slot *vtable_slot;
+        sd_bus_slot *status_filter_slot;
+        sd_event_source *exit_source;
+        PolkitRegistry *polkit;
+        GPtrArray *awaiters;               /* Awaiter* */
+        /* The SHA-256 of each tracked property as last announced, in sd_bus_message_dump() form:
+         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent.
+         * A digest, not the text: Knobs alone dumps to 4 kB, which the daemon would hold for good
+         * and reallocate at every apply. */
+        uint8_t announced[_TRACKED_MAX][SNAPSHOT_DIGEST_SIZE];
+        bool announced_valid[_TRACKED_MAX];
+} BusData;
+
+/* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
+char *bus_quote(const char *s);
+
+/* Await(): the method, the answers after each apply, and an error for each caller still waiting
+ * when thpd stops. */
+int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+void bus_answer_awaiters(Manager *m);
+void bus_fail_awaiters(BusData *d);
+void bus_awaiter_free(gpointer p);
