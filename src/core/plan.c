@@ -238,30 +238,29 @@ static KnobStep plan_knob(const PlanInput *in, const Target *t, Knob k) {
         return step;
 }
 
-void plan(PlanState *s, const PlanInput *in, Plan *ret) {
-        Plan p = {
+void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
+        ResolveInput r;
+
+        *ret = (Plan) {
                 .active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy)),
                 .isolation_checks = g_array_new(FALSE, TRUE, sizeof(IsolationRequest)),
                 .wanted = g_hash_table_new(g_str_hash, g_str_equal),
+                .runtime_changed = TAKE_FLAG(s->forgot_active),
         };
-        ResolveInput r;
-
-        p.runtime_changed = TAKE_FLAG(s->forgot_active);
-        plan_units(s, in, &p);
-        plan_effective_baseline(in->present, in->recorded, in->pinned, p.baseline);
+        plan_units(s, in, ret);
+        plan_effective_baseline(in->present, in->recorded, in->pinned, ret->baseline);
         r = (ResolveInput) {
-                .baseline = p.baseline,
-                .active = (const ActivePolicy *) p.active->data,
-                .n_active = p.active->len,
+                .baseline = ret->baseline,
+                .active = (const ActivePolicy *) ret->active->data,
+                .n_active = ret->active->len,
                 .mitigation = in->mitigation,
                 .override = in->override,
                 .pool_baseline = in->pool_baseline,
                 .n_pool_baseline = in->n_pool_baseline,
         };
-        resolve(&r, &p.target);
+        resolve(&r, target);
         FOREACH_KNOB(k)
-                p.knobs[k] = plan_knob(in, &p.target, k);
-        *ret = p;
+                ret->knobs[k] = plan_knob(in, target, k);
 }
 
 void plan_done(Plan *p) {

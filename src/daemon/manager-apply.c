@@ -433,8 +433,7 @@ void manager_apply(Manager *m) {
                         .yielded = yielded,
                         .pool_baseline = m->baseline.pools,
                         .n_pool_baseline = m->baseline.n_pools,
-                }, &p);
-        m->target = p.target;
+                }, &m->target, &p);
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 

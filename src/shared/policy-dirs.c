@@ -230,10 +230,14 @@ int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret
         return 0;
 }
 
+#define POLICY_READ_CHUNK 16384
+
 int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Policy **ret) {
         g_autoptr(PolicyParser) parser = NULL;
         _cleanup_close_ int fd = -1;
-        char buf[16384];
+        /* On the heap: 16 kB on the stack would be the deepest point of the daemon's stack, whose
+         * pages the kernel never takes back. */
+        g_autofree char *buf = g_malloc(POLICY_READ_CHUNK);
         int r;
 
         /* O_NONBLOCK: a FIFO swapped in after the directory scan checked the file must not hang
@@ -252,7 +256,7 @@ int policy_load(const char *path, PolicyParseFlags flags, Diagnostics *diag, Pol
         /* Read only as long as the parser wants more: a huge file that is no policy is given up
          * on after a few lines, not read to its end at every reload. */
         for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
+                ssize_t n = read(fd, buf, POLICY_READ_CHUNK);
 
                 if (n < 0) {
                         if (errno == EINTR)

@@ -17,6 +17,7 @@ typedef struct Fixture {
         KnobValue current[_KNOB_MAX], recorded[_KNOB_MAX], pinned[_KNOB_MAX];
         KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
         uint64_t now, pool_grace;
+        Target target;
         Plan plan;
 } Fixture;
 
@@ -89,7 +90,7 @@ static void run(const PlanCandidate *candidates, size_t n) {
                         .mitigation = F.mitigation,
                         .override = F.override,
                         .yielded = F.yielded,
-                }, &F.plan);
+                }, &F.target, &F.plan);
 }
 
 /* Runs with one policy and its units. */
@@ -335,13 +336,13 @@ START_TEST(test_override) {
         F.override[KNOB_ENABLED] = value(KNOB_ENABLED, "always");
         run_one(p, &u, 1);
         assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "always");
-        ck_assert_int_eq(F.plan.target.source[KNOB_ENABLED].kind, SOURCE_OVERRIDE);
+        ck_assert_int_eq(F.target.source[KNOB_ENABLED].kind, SOURCE_OVERRIDE);
         ck_assert(F.plan.knobs[KNOB_ENABLED].owned);
 
         F.override[KNOB_ENABLED] = KNOB_VALUE_UNSET;
         run_one(p, &u, 1);
         assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
-        ck_assert_int_eq(F.plan.target.source[KNOB_ENABLED].kind, SOURCE_POLICY);
+        ck_assert_int_eq(F.target.source[KNOB_ENABLED].kind, SOURCE_POLICY);
 }
 END_TEST
 
@@ -350,7 +351,7 @@ START_TEST(test_mitigation) {
         F.mitigation[KNOB_DEFRAG] = value(KNOB_DEFRAG, "never");
         run(NULL, 0);
         assert_step(KNOB_DEFRAG, KNOB_ACTION_WRITE, "never");
-        ck_assert_int_eq(F.plan.target.source[KNOB_DEFRAG].kind, SOURCE_MITIGATION);
+        ck_assert_int_eq(F.target.source[KNOB_DEFRAG].kind, SOURCE_MITIGATION);
         ck_assert(F.plan.knobs[KNOB_DEFRAG].owned);
 
         /* Once the kernel holds it, nothing more to do. */
