@@ -22,8 +22,6 @@ typedef struct Awaiter {
         sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
 } Awaiter;
 
-#define SNAPSHOT_DIGEST_SIZE 32 /* SHA-256 */
-
 /* Properties that send PropertiesChanged; see tracked_properties[]. */
 enum {
         TRACKED_KNOBS,
@@ -48,11 +46,11 @@ typedef struct BusData {
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter* */
-        /* The SHA-256 of each tracked property as last announced, in sd_bus_message_dump() form:
-         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent.
-         * A digest, not the text: Knobs alone dumps to 4 kB, which the daemon would hold for good
-         * and reallocate at every apply. */
-        uint8_t announced[_TRACKED_MAX][SNAPSHOT_DIGEST_SIZE];
+        /* A digest of each tracked property's value as last announced: PropertiesChanged goes out
+         * only for what really changed, so an idle daemon is silent. A digest, not the value:
+         * Knobs alone is 4 kB as text, which the daemon would hold for good and rebuild at every
+         * apply. */
+        uint64_t announced[_TRACKED_MAX];
         bool announced_valid[_TRACKED_MAX];
 } BusData;
 

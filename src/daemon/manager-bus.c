@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "log.h"
@@ -63,32 +62,91 @@ static const struct {
         [TRACKED_RECENT_DRIFT] = { "RecentDrift", property_get_recent_drift },
 };
 
-/* The digest of the property's current value as text; false if it cannot be built (then it
- * counts as changed). */
-static bool property_snapshot(Manager *m, sd_bus_property_get_t get,
-                              uint8_t digest[static SNAPSHOT_DIGEST_SIZE]) {
+/* FNV-1a: the digest only tells "changed since announced" apart, where 64 bits make a missed
+ * change unthinkable, and it costs a fraction of a cryptographic hash at every apply. */
+#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+static uint64_t fnv_feed(uint64_t h, const void *data, size_t size) {
+        const uint8_t *p = data;
+
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ p[i]) * FNV_PRIME;
+        return h;
+}
+
+static size_t basic_type_size(char type) {
+        switch (type) {
+        case 'y':
+                return 1;
+        case 'b':
+        case 'n':
+        case 'q':
+        case 'i':
+        case 'u':
+        case 'h':
+                return 4;
+        default:
+                return 8;
+        }
+}
+
+/* Feeds every element's type and value in order, so equal digests mean equal values without
+ * printing the message as text first. */
+static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
+        char type;
+        const char *contents;
+        int r;
+
+        if (depth > 32)
+                return -E2BIG;
+        while ((r = sd_bus_message_peek_type(msg, &type, &contents)) > 0) {
+                *h = fnv_feed(*h, &type, 1);
+                if (contents) {
+                        *h = fnv_feed(*h, contents, strlen(contents) + 1);
+                        r = sd_bus_message_enter_container(msg, type, contents);
+                        if (r >= 0)
+                                r = digest_container(msg, h, depth + 1);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(msg);
+                } else if (type == 's' || type == 'o' || type == 'g') {
+                        const char *s;
+
+                        r = sd_bus_message_read_basic(msg, type, &s);
+                        if (r >= 0)
+                                *h = fnv_feed(*h, s, strlen(s) + 1);
+                } else {
+                        union {
+                                uint8_t bytes[8];
+                                uint64_t u64;
+                        } value = {};
+
+                        r = sd_bus_message_read_basic(msg, type, &value);
+                        if (r >= 0)
+                                *h = fnv_feed(*h, value.bytes, basic_type_size(type));
+                }
+                if (r < 0)
+                        return r;
+        }
+        /* The end of a container is fed too: ["a"] then ["b"] must not equal ["ab"]. */
+        *h = fnv_feed(*h, "", 1);
+        return r;
+}
+
+/* The digest of the property's current value; false if it cannot be built (then it counts as
+ * changed). */
+static bool property_snapshot(Manager *m, sd_bus_property_get_t get, uint64_t *ret_digest) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        g_autoptr(GChecksum) checksum = NULL;
-        g_autofree char *text = NULL;
-        size_t size = 0, len = SNAPSHOT_DIGEST_SIZE;
+        uint64_t h = FNV_OFFSET;
 
         if (sd_bus_message_new_signal(m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
             get(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, m, &error) < 0 ||
-            sd_bus_message_seal(msg, 1, 0) < 0)
+            sd_bus_message_seal(msg, 1, 0) < 0 || sd_bus_message_rewind(msg, true) < 0 ||
+            digest_container(msg, &h, 0) < 0)
                 return false;
-        f = open_memstream(&text, &size);
-        if (!f)
-                return false;
-        if (sd_bus_message_dump(msg, f, 0) < 0 || fflush(f) != 0)
-                return false;
-        fclose(TAKE_PTR(f));
-
-        checksum = g_checksum_new(G_CHECKSUM_SHA256);
-        g_checksum_update(checksum, (const guchar *) text, (gssize) size);
-        g_checksum_get_digest(checksum, digest, &len);
-        return len == SNAPSHOT_DIGEST_SIZE;
+        *ret_digest = h;
+        return true;
 }
 
 /* Whether the apply changed the property, for those with one entry per active policy or unit,
@@ -113,7 +171,7 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
 
         for (size_t i = 0; i < _TRACKED_MAX; i++) {
                 int flagged = report_says_changed(report, i);
-                uint8_t now[SNAPSHOT_DIGEST_SIZE];
+                uint64_t now = 0;
                 bool valid;
 
                 /* The plan knows exactly when these changed: not even built to compare. */
@@ -124,12 +182,12 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                         changed[n++] = tracked_properties[i].name;
                         continue;
                 }
-                valid = property_snapshot(m, tracked_properties[i].get, now);
+                valid = property_snapshot(m, tracked_properties[i].get, &now);
 
-                if (valid && d->announced_valid[i] && memcmp(now, d->announced[i], sizeof now) == 0)
+                if (valid && d->announced_valid[i] && now == d->announced[i])
                         continue;
                 if (valid)
-                        memcpy(d->announced[i], now, sizeof now);
+                        d->announced[i] = now;
                 d->announced_valid[i] = valid;
                 changed[n++] = tracked_properties[i].name;
         }
