@@ -180,15 +180,20 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
 
         g_hash_table_iter_init(&iter, s->seen_wanted);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(plan->wanted, name))
+                if (!g_hash_table_contains(plan->wanted, name)) {
                         g_hash_table_iter_remove(&iter);
+                        plan->wanted_units_changed = true;
+                }
         /* Updated in place: a burst of starts must not copy every running unit's name anew. */
         g_hash_table_iter_init(&iter, plan->wanted);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops)) {
                 gpointer old;
+                bool known = g_hash_table_lookup_extended(s->seen_wanted, name, NULL, &old);
 
-                if (!g_hash_table_lookup_extended(s->seen_wanted, name, NULL, &old) || old != stops)
+                if (!known || old != stops)
                         g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
+                if (!known)
+                        plan->wanted_units_changed = true;
         }
         g_hash_table_iter_init(&iter, s->needs_restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
@@ -196,6 +201,20 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         g_hash_table_iter_remove(&iter);
                         plan->restart_hints_changed = true;
                 }
+}
+
+bool plan_unit_change_matters(const PlanState *s, const PlanUnit *before, const PlanUnit *now,
+                              const Policy *const *policies, size_t n_policies) {
+        if (n_policies == 0 || (!before && !now))
+                return false;
+        if (!before || !now || before->stops != now->stops || !g_hash_table_contains(s->seen_wanted, now->name))
+                return true;
+        if (before->running == now->running)
+                return false;
+        for (size_t i = 0; i < n_policies; i++)
+                if (policies[i]->scope == POLICY_SCOPE_SERVICE)
+                        return true;
+        return false;
 }
 
 void plan_effective_baseline(const bool *present, const KnobValue *recorded, const KnobValue *pinned,

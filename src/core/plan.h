@@ -45,6 +45,14 @@ typedef struct PlanUnit {
         unsigned stops; /* how often it stopped while followed */
 } PlanUnit;
 
+/* Whether one unit's change, from before to now (each NULL when the unit is not wanted), can
+ * change what the next plan() decides, given the policies its name matches: if not, the event
+ * needs no apply. Only whether it runs changed is what most signals of a start tell, and that
+ * counts only for a unit the plan has not counted yet (restart hints) or one of a
+ * Scope=service policy (isolation checks). */
+bool plan_unit_change_matters(const PlanState *s, const PlanUnit *before, const PlanUnit *now,
+                              const Policy *const *policies, size_t n_policies);
+
 /* A policy the apply looks at, with the wanted units it matches. */
 typedef struct PlanCandidate {
         const Policy *policy;
@@ -108,10 +116,12 @@ typedef struct Plan {
          * what the last instance recorded is kept. */
         GHashTable *wanted;
         uint64_t next_grace_usec; /* when the first pool grace period ends; 0: none */
-        /* What changed, so that publishing can skip what did not: a policy turned active or
-         * inactive or its units changed; a restart hint was added or dropped. */
+        /* What changed, so that publishing and persisting can skip what did not: a policy
+         * turned active or inactive or its units changed; a restart hint was added or dropped;
+         * a unit became wanted or stopped being wanted (PlanState.seen_wanted). */
         bool runtime_changed;
         bool restart_hints_changed;
+        bool wanted_units_changed;
         KnobValue baseline[_KNOB_MAX]; /* what "no vote" resolves to */
         KnobStep knobs[_KNOB_MAX];
 } Plan;

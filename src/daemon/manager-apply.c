@@ -123,6 +123,22 @@ static GPtrArray *unit_matches(Manager *m, const char *unit) {
         return matched;
 }
 
+bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now) {
+        GPtrArray *matched = unit_matches(m, unit);
+        PlanUnit b = { .name = unit }, n = { .name = unit };
+
+        if (before) {
+                b.running = before->running;
+                b.stops = before->stops;
+        }
+        if (now) {
+                n.running = now->running;
+                n.stops = now->stops;
+        }
+        return plan_unit_change_matters(&m->plan, before && before->wanted ? &b : NULL, now && now->wanted ? &n : NULL,
+                                        (const Policy *const *) matched->pdata, matched->len);
+}
+
 /* Units come and go (transient ones with new names each time): forget those no longer
  * followed once they outnumber the followed ones. */
 static void prune_unit_matches(Manager *m, GHashTable *units) {
@@ -344,14 +360,17 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
 
 /* ---- persist ---- */
 
-/* Only when the sets changed: unit churn outside policies costs no write. */
-static void save_unit_record(Manager *m) {
+/* Only when the sets changed: unit churn outside policies costs no write, and an apply that
+ * neither added nor dropped a wanted unit or a hint does not even format the record. */
+static void save_unit_record(Manager *m, const Plan *p) {
         g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
         g_autofree char *text = NULL;
         GHashTableIter iter;
         const char *name;
         int r;
 
+        if (m->unit_record && !p->wanted_units_changed && !p->restart_hints_changed)
+                return;
         g_hash_table_iter_init(&iter, m->plan.seen_wanted);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                 if (!g_hash_table_contains(m->plan.needs_restart, name))
@@ -367,7 +386,7 @@ static void save_unit_record(Manager *m) {
         m->unit_record = TAKE_PTR(text);
 }
 
-static void persist(Manager *m, bool baseline_changed) {
+static void persist(Manager *m, const Plan *p, bool baseline_changed) {
         int r;
 
         if (baseline_changed) {
@@ -377,7 +396,7 @@ static void persist(Manager *m, bool baseline_changed) {
         }
         /* Before the first unit list the record of the last instance stands. */
         if (manager_units_known(m))
-                save_unit_record(m);
+                save_unit_record(m, p);
 }
 
 /* ---- publish ---- */
@@ -441,7 +460,7 @@ void manager_apply(Manager *m) {
         if (manager_units_known(m))
                 m->last_apply_errors += manager_apply_pools(m);
         arm_grace_timer(m, p.next_grace_usec);
-        persist(m, baseline_changed);
+        persist(m, &p, baseline_changed);
         m->applied_once = true;
         m->apply_generation++;
         publish(m, &p, changes);

@@ -25,7 +25,7 @@ int bus_append_strings(sd_bus_message *reply, GPtrArray *strings) {
 
         r = sd_bus_message_open_container(reply, 'a', "s");
         for (guint i = 0; r >= 0 && strings && i < strings->len; i++)
-                r = sd_bus_message_append(reply, "s", (const char *) g_ptr_array_index(strings, i));
+                r = sd_bus_message_append_basic(reply, 's', g_ptr_array_index(strings, i));
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
@@ -140,7 +140,7 @@ int property_get_active_policies(sd_bus *bus, const char *path, const char *inte
                         continue;
                 r = sd_bus_message_open_container(reply, 'r', "sas");
                 if (r >= 0)
-                        r = sd_bus_message_append(reply, "s", p->name);
+                        r = sd_bus_message_append_basic(reply, 's', p->name);
                 if (r >= 0)
                         r = bus_append_strings(reply, rt->units);
                 if (r >= 0)

@@ -147,7 +147,10 @@ static bool unit_filter(const char *unit, void *userdata) {
         return policy_index_matches(m->policy_index, unit);
 }
 
-static void on_units_changed(UnitTracker *t, bool start_queued, void *userdata) {
+static void on_units_changed(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now,
+                             bool start_queued, void *userdata) {
+        if (unit && !manager_unit_change_matters(userdata, unit, before, now))
+                return;
         if (start_queued)
                 manager_apply(userdata);
         else
@@ -366,23 +369,31 @@ bool manager_knob_resolved(const Manager *m, Knob k) {
         return m->applied_once && m->target.source[k].kind != SOURCE_NONE;
 }
 
-static int compare_policy_positions(const void *a, const void *b, void *userdata) {
-        const PolicyIndex *index = userdata;
-        int x = policy_index_position(index, *(const Policy *const *) a);
-        int y = policy_index_position(index, *(const Policy *const *) b);
+typedef struct PositionedPolicy {
+        int position;
+        const Policy *policy;
+} PositionedPolicy;
+
+static gint compare_positioned(gconstpointer a, gconstpointer b) {
+        int x = ((const PositionedPolicy *) a)->position, y = ((const PositionedPolicy *) b)->position;
 
         return x < y ? -1 : x > y;
 }
 
 GPtrArray *manager_live_policies(Manager *m) {
-        GPtrArray *live = g_ptr_array_sized_new(g_hash_table_size(m->plan.live_policies));
+        guint n = g_hash_table_size(m->plan.live_policies), i = 0;
+        g_autofree PositionedPolicy *sorted = g_new(PositionedPolicy, MAX(n, 1u));
+        GPtrArray *live = g_ptr_array_sized_new(n);
         GHashTableIter iter;
         gpointer p;
 
+        /* Each position looked up once, not once per comparison. */
         g_hash_table_iter_init(&iter, m->plan.live_policies);
         while (g_hash_table_iter_next(&iter, &p, NULL))
-                g_ptr_array_add(live, p);
-        g_ptr_array_sort_with_data(live, compare_policy_positions, m->policy_index);
+                sorted[i++] = (PositionedPolicy) { policy_index_position(m->policy_index, p), p };
+        qsort(sorted, n, sizeof *sorted, compare_positioned);
+        for (i = 0; i < n; i++)
+                g_ptr_array_add(live, (gpointer) sorted[i].policy);
         return live;
 }
 

@@ -172,6 +172,8 @@ int manager_stop(Manager *m, int exit_code);
 
 /* True once the systemd manager listed the units (or turned out absent). */
 bool manager_units_known(const Manager *m);
+/* Whether a tracked unit's change can change what the next apply decides (plan_unit_change_matters()). */
+bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now);
 /* Whether the Knobs property and the metrics show a target and source for the knob. */
 bool manager_knob_resolved(const Manager *m, Knob k);
 /* The policies active or holding a pool after a stop (borrowed Policy*), in policy order: with

@@ -87,13 +87,45 @@ bool unit_tracker_has_answered(const UnitTracker *t) {
         return t->answered;
 }
 
-static void notify(UnitTracker *t, bool start_queued) {
-        if (t->ready && t->changed)
-                t->changed(t, start_queued, t->userdata);
+static UnitView unit_view(const TrackedUnit *u) {
+        return (UnitView) {
+                .wanted = tracked_unit_is_wanted(u),
+                .running = tracked_unit_is_running(u),
+                .stops = u->stops,
+        };
 }
 
-static void notify_changed(UnitTracker *t) {
-        notify(t, false);
+static void notify(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now, bool start_queued) {
+        if (t->ready && t->changed)
+                t->changed(t, unit, before, now, start_queued, t->userdata);
+}
+
+/* Every unit, after an enumeration: the listener sees them all afresh. */
+static void notify_all(UnitTracker *t) {
+        GHashTableIter iter;
+        TrackedUnit *u;
+
+        if (!t->ready)
+                return;
+        g_hash_table_iter_init(&iter, t->units);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
+                u->notified_view = unit_view(u);
+                u->notified = true;
+        }
+        notify(t, NULL, NULL, NULL, false);
+}
+
+/* Before the first enumeration nothing is told, so nothing is noted: notify_all() does it. */
+static void notify_unit(UnitTracker *t, TrackedUnit *u, bool start_queued) {
+        UnitView before = u->notified_view, now = unit_view(u);
+        bool told = u->notified;
+
+        if (!t->ready || (told && before.wanted == now.wanted && before.running == now.running &&
+                                  before.stops == now.stops))
+                return;
+        u->notified_view = now;
+        u->notified = true;
+        notify(t, u->name, told ? &before : NULL, &now, start_queued);
 }
 
 static TrackedUnit *track(UnitTracker *t, const char *name, const char *path) {
@@ -219,12 +251,12 @@ static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *er
         if (job_type_is_start(type)) {
                 if (u->start_job != c->job) {
                         u->start_job = c->job;
-                        notify(t, true);
+                        notify_unit(t, u, true);
                 }
         } else if (u->start_job == c->job) {
                 log_debug("%s: job %u is a %s job, not a start", u->name, c->job, type);
                 u->start_job = 0;
-                notify_changed(t);
+                notify_unit(t, u, false);
         }
         return 0;
 }
@@ -245,7 +277,7 @@ static int on_processes_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
                 log_debug("%s: exited, %s", u->name, any ? "processes left in its control group" : "nothing left running");
                 if (any != u->exited_with_processes) {
                         u->exited_with_processes = any;
-                        notify_changed(t);
+                        notify_unit(t, u, false);
                 }
         }
         if (t->processes_pending == 0 && t->enumeration_pending)
@@ -290,8 +322,13 @@ static int on_unit_removed(sd_bus_message *m, void *userdata, sd_bus_error *erro
         if (!u)
                 return 0;
         /* Unloaded units are not running. */
+        g_autofree char *unit = g_strdup(u->name);
+        UnitView before = u->notified_view, now = { .stops = u->stops };
+        bool told = u->notified;
+
         untrack(t, u);
-        notify_changed(t);
+        if (told)
+                notify(t, unit, &before, &now, false);
         return 0;
 }
 
@@ -318,7 +355,7 @@ static int on_job_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 u->start_job = id;
                 log_debug("%s: job %u queued", name, id);
                 if (!was_wanted)
-                        notify(t, true);
+                        notify_unit(t, u, true);
         }
         return 0;
 }
@@ -338,7 +375,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
                 return 0;
         u->start_job = 0;
         log_debug("%s: start job %u %s", name, id, result);
-        notify_changed(t);
+        notify_unit(t, u, false);
         return 0;
 }
 
@@ -350,11 +387,21 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         bool was_exited;
         TrackedUnit *u;
 
+        /* The object path is the escaped unit name, so a unit we have not met yet (one that
+         * became active without a job, or after a re-enumeration) is recognised too. Decided
+         * before the body is read: most units' signals are of no interest. */
+        u = path ? g_hash_table_lookup(t->by_path, path) : NULL;
+        if (!u && (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0 ||
+                   !t->filter(name, t->userdata)))
+                return 0;
+
         if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT))
                 return 0;
         if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
                 return 0;
-        while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+        /* Skipping a variant is costly and a unit's signal carries some twenty: stop reading
+         * once both states are in. */
+        while ((!active_state || !sub_state) && sd_bus_message_enter_container(m, 'e', "sv") > 0) {
                 if (sd_bus_message_read(m, "s", &key) < 0)
                         return 0;
                 if (streq(key, "ActiveState") || streq(key, "SubState")) {
@@ -369,15 +416,8 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         if (!active_state && !sub_state)
                 return 0;
 
-        /* The object path is the escaped unit name, so a unit we have not met yet (one that
-         * became active without a job, or after a re-enumeration) is recognised too. */
-        u = path ? g_hash_table_lookup(t->by_path, path) : NULL;
-        if (!u) {
-                if (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0 ||
-                    !t->filter(name, t->userdata))
-                        return 0;
+        if (!u)
                 u = track(t, name, path);
-        }
         was_exited = is_exited(u);
         if (set_state(u, active_state, sub_state)) {
                 log_debug("%s: %s (%s)", u->name, u->active_state ?: "?", u->sub_state ?: "?");
@@ -388,7 +428,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
                         ask_processes(t, u);
                 } else if (!is_exited(u))
                         u->exited_with_processes = false;
-                notify_changed(t);
+                notify_unit(t, u, false);
         }
         return 0;
 }
@@ -457,7 +497,7 @@ static void finish_enumeration(UnitTracker *t) {
         t->ready = true;
         t->answered = true;
         t->warned_unavailable = false;
-        notify_changed(t);
+        notify_all(t);
 }
 
 static int list_units(UnitTracker *t) {
@@ -481,7 +521,7 @@ static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
                 if (!t->answered) {
                         t->answered = true;
                         if (t->changed)
-                                t->changed(t, false, t->userdata);
+                                t->changed(t, NULL, NULL, NULL, false, t->userdata);
                 }
                 return schedule_retry(t);
         }

@@ -12,6 +12,13 @@
 
 typedef struct UnitTracker UnitTracker;
 
+/* What an apply reads of a unit. */
+typedef struct UnitView {
+        bool wanted;
+        bool running;
+        unsigned stops;
+} UnitView;
+
 typedef struct TrackedUnit {
         char *name;
         char *path;           /* D-Bus object path, NULL until known */
@@ -24,13 +31,19 @@ typedef struct TrackedUnit {
         /* How often it stopped while followed: a unit that restarts between two applies is
          * told from one that ran on, although both look the same at the second. */
         unsigned stops;
+        /* What the last notification told of it: most of a start's signals change none of it. */
+        bool notified;
+        UnitView notified_view;
 } TrackedUnit;
 
 typedef bool (*UnitFilter)(const char *unit, void *userdata);
-/* Called after any tracked unit changed state, and after (re-)enumeration; start_queued when a
- * unit got a start job, which a caller acts on at once: the signals of a whole start often
- * arrive together, and the knobs must be set before the service runs. */
-typedef void (*UnitsChanged)(UnitTracker *t, bool start_queued, void *userdata);
+/* Called when a tracked unit changed whether it is wanted or running or how often it stopped,
+ * with the unit's name and its view as last told (NULL: never told) and now; and after
+ * (re-)enumeration with unit NULL: then everything may have changed. start_queued when a unit
+ * got a start job, which a caller acts on at once: the signals of a whole start often arrive
+ * together, and the knobs must be set before the service runs. */
+typedef void (*UnitsChanged)(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now,
+                             bool start_queued, void *userdata);
 
 /* Called when a job of any unit ends, tracked or not, as the signal comes: whatever the job
  * did is done by then (a oneshot ran, a service started), which is when thpd looks for knobs

@@ -377,24 +377,29 @@ START_TEST(test_change_flags) {
         run_one(p, units, 1);
         ck_assert(F.plan.runtime_changed);
         ck_assert(F.plan.restart_hints_changed);
+        ck_assert(F.plan.wanted_units_changed);
 
         run_one(p, units, 1);
         ck_assert(!F.plan.runtime_changed);
         ck_assert(!F.plan.restart_hints_changed);
+        ck_assert(!F.plan.wanted_units_changed);
 
         /* A second unit of an active policy changes its unit list, not the hints. */
         run_one(p, units, 2);
         ck_assert(F.plan.runtime_changed);
         ck_assert(!F.plan.restart_hints_changed);
+        ck_assert(F.plan.wanted_units_changed);
 
-        /* The running one restarted: its hint goes. */
+        /* The running one restarted: its hint goes, and the same units are wanted. */
         units[0].stops = 1;
         run_one(p, units, 2);
         ck_assert(!F.plan.runtime_changed);
         ck_assert(F.plan.restart_hints_changed);
+        ck_assert(!F.plan.wanted_units_changed);
 
         run_one(p, NULL, 0);
         ck_assert(F.plan.runtime_changed);
+        ck_assert(F.plan.wanted_units_changed);
 
         /* A reload that drops an active policy changes what is active, though no unit did. */
         run_one(p, units, 1);
@@ -404,6 +409,35 @@ START_TEST(test_change_flags) {
         ck_assert(F.plan.runtime_changed);
         run(NULL, 0);
         ck_assert(!F.plan.runtime_changed);
+}
+END_TEST
+
+/* Which unit events may skip the apply: only those that change nothing plan() reads. */
+START_TEST(test_unit_change_matters) {
+        Policy *p = add_policy("redis.conf", "never");
+        const Policy *policies[] = { p };
+        PlanUnit queued = { .name = "redis-server.service" }, running = queued, restarted = queued;
+
+        running.running = true;
+        restarted.stops = 1;
+
+        /* Nothing matches it, or it is not wanted before nor after. */
+        ck_assert(!plan_unit_change_matters(&F.state, NULL, &queued, policies, 0));
+        ck_assert(!plan_unit_change_matters(&F.state, NULL, NULL, policies, 1));
+        /* Becoming wanted, or no longer wanted. */
+        ck_assert(plan_unit_change_matters(&F.state, NULL, &queued, policies, 1));
+        ck_assert(plan_unit_change_matters(&F.state, &queued, NULL, policies, 1));
+        /* Not counted yet: whether it runs decides its restart hint. */
+        ck_assert(plan_unit_change_matters(&F.state, &queued, &running, policies, 1));
+
+        run_one(p, &queued, 1);
+        /* Counted: its start job ending changes nothing, a stop in between does. */
+        ck_assert(!plan_unit_change_matters(&F.state, &queued, &running, policies, 1));
+        ck_assert(!plan_unit_change_matters(&F.state, &running, &queued, policies, 1));
+        ck_assert(plan_unit_change_matters(&F.state, &queued, &restarted, policies, 1));
+        /* Of a Scope=service policy, running is when its processes are checked. */
+        p->scope = POLICY_SCOPE_SERVICE;
+        ck_assert(plan_unit_change_matters(&F.state, &queued, &running, policies, 1));
 }
 END_TEST
 
@@ -451,6 +485,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
         tcase_add_test(tc, test_change_flags);
+        tcase_add_test(tc, test_unit_change_matters);
         tcase_add_test(tc, test_yield_to_a_conflict);
         suite_add_tcase(s, tc);
         return s;
