@@ -192,3 +192,11 @@ uint64_t now_usec(clockid_t clock) {
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
+
+uint64_t fnv1a_feed(uint64_t h, const void *data, size_t size) {
+        const uint8_t *p = data;
+
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+        return h;
+}

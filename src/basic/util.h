@@ -103,3 +103,11 @@ const char *format_page_size(uint64_t kb, char buf[static 24]);
 /* The candidate a typo of word most likely meant ("Enabeld" -> "Enabled", "enabled" ->
  * "Enabled"), or NULL when none is close. For "did you mean" hints. */
 const char *closest_match(const char *word, const char *const *candidates, size_t n);
+
+/* FNV-1a, 64 bits: for telling "changed" from "unchanged", where a collision is unthinkable and
+ * the cost of a cryptographic hash is not wanted. Start from FNV1A_OFFSET. */
+#define FNV1A_OFFSET UINT64_C(0xcbf29ce484222325)
+uint64_t fnv1a_feed(uint64_t h, const void *data, size_t size);
+static inline uint64_t fnv1a_feed_string(uint64_t h, const char *s) {
+        return fnv1a_feed(h, s, strlen(s) + 1);
+}

@@ -48,12 +48,20 @@ char *unit_record_format(GHashTable *started, GHashTable *needs_restart) {
         g_autoptr(GPtrArray) restart = sorted_keys(needs_restart);
         GString *s = g_string_new(UNIT_RECORD_HEADER);
 
-        for (guint i = 0; i < names->len; i++)
-                g_string_append_printf(s, "started %s\n", (const char *) g_ptr_array_index(names, i));
+        /* Written at every start of a policy's unit: appends, not printf. */
+        for (guint i = 0; i < names->len; i++) {
+                g_string_append(s, "started ");
+                g_string_append(s, g_ptr_array_index(names, i));
+                g_string_append_c(s, '\n');
+        }
         for (guint i = 0; i < restart->len; i++) {
                 const char *unit = g_ptr_array_index(restart, i);
 
-                g_string_append_printf(s, "restart %s %s\n", unit, (const char *) g_hash_table_lookup(needs_restart, unit));
+                g_string_append(s, "restart ");
+                g_string_append(s, unit);
+                g_string_append_c(s, ' ');
+                g_string_append(s, g_hash_table_lookup(needs_restart, unit));
+                g_string_append_c(s, '\n');
         }
         return g_string_free(s, FALSE);
 }

@@ -361,7 +361,9 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
 /* ---- persist ---- */
 
 /* Only when the sets changed: unit churn outside policies costs no write, and an apply that
- * neither added nor dropped a wanted unit or a hint does not even format the record. */
+ * neither added nor dropped a wanted unit or a hint does not even format the record. Not put
+ * off to batch a burst: a thpd killed right after a start must still know the unit started
+ * under its policy. */
 static void save_unit_record(Manager *m, const Plan *p) {
         g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
         g_autofree char *text = NULL;

@@ -22,6 +22,9 @@ typedef struct Awaiter {
         sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
 } Awaiter;
 
+/* PropertiesChanged goes out at most this often while things change (emit_changed_properties()). */
+#define ANNOUNCE_INTERVAL_USEC (100 * UINT64_C(1000))
+
 /* Properties that send PropertiesChanged; see tracked_properties[]. */
 enum {
         TRACKED_KNOBS,
@@ -52,6 +55,12 @@ typedef struct BusData {
          * apply. */
         uint64_t announced[_TRACKED_MAX];
         bool announced_valid[_TRACKED_MAX];
+        /* Changes the plan flagged since the last PropertiesChanged, and when that went out
+         * (emit_changed_properties()). */
+        bool pending_active_policies;
+        bool pending_needs_restart;
+        uint64_t last_announced_usec;
+        sd_event_source *announce_timer;
 } BusData;
 
 /* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */

@@ -93,6 +93,25 @@ int property_get_version(sd_bus *bus, const char *path, const char *interface, c
         return sd_bus_message_append(reply, "s", THPD_VERSION);
 }
 
+/* One entry of Knobs: name, applied, target, baseline, source, policy, unit. */
+typedef struct KnobRow {
+        const char *fields[7];
+        char applied[24], target[24], baseline[24];
+} KnobRow;
+
+static void knob_row(Manager *m, Knob k, const KnobValue baseline[_KNOB_MAX], KnobRow *row) {
+        const Source *s = &m->target.source[k];
+        bool resolved = manager_knob_resolved(m, k);
+
+        row->fields[0] = knob_name(k);
+        row->fields[1] = bus_knob_value(k, m->applied[k], row->applied);
+        row->fields[2] = bus_knob_value(k, resolved ? m->target.value[k] : KNOB_VALUE_UNSET, row->target);
+        row->fields[3] = bus_knob_value(k, baseline[k], row->baseline);
+        row->fields[4] = resolved ? source_kind_to_string(s->kind) : "";
+        row->fields[5] = resolved && s->kind == SOURCE_POLICY ? s->policy->name : "";
+        row->fields[6] = resolved && s->kind == SOURCE_POLICY && s->unit ? s->unit : "";
+}
+
 int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -104,23 +123,39 @@ int property_get_knobs(sd_bus *bus, const char *path, const char *interface, con
         if (r < 0)
                 return r;
         FOREACH_KNOB(k) {
-                const Source *s = &m->target.source[k];
-                bool resolved = manager_knob_resolved(m, k);
-                char applied[24], target[24], base[24];
+                KnobRow row;
 
                 if (!m->present[k])
                         continue;
-                r = sd_bus_message_append(reply, "(sssssss)", knob_name(k),
-                                          bus_knob_value(k, m->applied[k], applied),
-                                          bus_knob_value(k, resolved ? m->target.value[k] : KNOB_VALUE_UNSET, target),
-                                          bus_knob_value(k, baseline[k], base),
-                                          resolved ? source_kind_to_string(s->kind) : "",
-                                          resolved && s->kind == SOURCE_POLICY ? s->policy->name : "",
-                                          resolved && s->kind == SOURCE_POLICY && s->unit ? s->unit : "");
+                knob_row(m, k, baseline, &row);
+                r = sd_bus_message_open_container(reply, 'r', "sssssss");
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(row.fields); i++)
+                        r = sd_bus_message_append_basic(reply, 's', row.fields[i]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
                 if (r < 0)
                         return r;
         }
         return sd_bus_message_close_container(reply);
+}
+
+/* Knobs is digested at every apply to tell whether it changed: from its rows, not through a
+ * message built only to be read back. */
+uint64_t property_digest_knobs(Manager *m) {
+        KnobValue baseline[_KNOB_MAX];
+        uint64_t h = FNV1A_OFFSET;
+
+        manager_effective_baseline(m, baseline);
+        FOREACH_KNOB(k) {
+                KnobRow row;
+
+                if (!m->present[k])
+                        continue;
+                knob_row(m, k, baseline, &row);
+                for (size_t i = 0; i < ELEMENTSOF(row.fields); i++)
+                        h = fnv1a_feed_string(h, row.fields[i]);
+        }
+        return h;
 }
 
 int property_get_active_policies(sd_bus *bus, const char *path, const char *interface, const char *property,

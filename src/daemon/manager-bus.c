@@ -46,8 +46,9 @@ static char *present_knob_names(const Manager *m) {
 static const struct {
         const char *name;
         sd_bus_property_get_t get;
+        uint64_t (*digest)(Manager *m); /* cheaper than digesting what get builds; NULL: none */
 } tracked_properties[_TRACKED_MAX] = {
-        [TRACKED_KNOBS] = { "Knobs", property_get_knobs },
+        [TRACKED_KNOBS] = { "Knobs", property_get_knobs, property_digest_knobs },
         [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
         [TRACKED_POOLS] = { "HugeTLBPools", property_get_pools },
         [TRACKED_NEEDS_RESTART] = { "NeedsRestart", property_get_needs_restart },
@@ -61,19 +62,6 @@ static const struct {
         [TRACKED_DRIFT_CONFLICTS] = { "DriftConflicts", property_get_drift_conflicts },
         [TRACKED_RECENT_DRIFT] = { "RecentDrift", property_get_recent_drift },
 };
-
-/* FNV-1a: the digest only tells "changed since announced" apart, where 64 bits make a missed
- * change unthinkable, and it costs a fraction of a cryptographic hash at every apply. */
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
-
-static uint64_t fnv_feed(uint64_t h, const void *data, size_t size) {
-        const uint8_t *p = data;
-
-        for (size_t i = 0; i < size; i++)
-                h = (h ^ p[i]) * FNV_PRIME;
-        return h;
-}
 
 static size_t basic_type_size(char type) {
         switch (type) {
@@ -101,9 +89,9 @@ static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
         if (depth > 32)
                 return -E2BIG;
         while ((r = sd_bus_message_peek_type(msg, &type, &contents)) > 0) {
-                *h = fnv_feed(*h, &type, 1);
+                *h = fnv1a_feed(*h, &type, 1);
                 if (contents) {
-                        *h = fnv_feed(*h, contents, strlen(contents) + 1);
+                        *h = fnv1a_feed_string(*h, contents);
                         r = sd_bus_message_enter_container(msg, type, contents);
                         if (r >= 0)
                                 r = digest_container(msg, h, depth + 1);
@@ -114,7 +102,7 @@ static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
 
                         r = sd_bus_message_read_basic(msg, type, &s);
                         if (r >= 0)
-                                *h = fnv_feed(*h, s, strlen(s) + 1);
+                                *h = fnv1a_feed_string(*h, s);
                 } else {
                         union {
                                 uint8_t bytes[8];
@@ -123,13 +111,13 @@ static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
 
                         r = sd_bus_message_read_basic(msg, type, &value);
                         if (r >= 0)
-                                *h = fnv_feed(*h, value.bytes, basic_type_size(type));
+                                *h = fnv1a_feed(*h, value.bytes, basic_type_size(type));
                 }
                 if (r < 0)
                         return r;
         }
         /* The end of a container is fed too: ["a"] then ["b"] must not equal ["ab"]. */
-        *h = fnv_feed(*h, "", 1);
+        *h = fnv1a_feed(*h, "", 1);
         return r;
 }
 
@@ -138,7 +126,7 @@ static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
 static bool property_snapshot(Manager *m, sd_bus_property_get_t get, uint64_t *ret_digest) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t h = FNV_OFFSET;
+        uint64_t h = FNV1A_OFFSET;
 
         if (sd_bus_message_new_signal(m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
             get(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, m, &error) < 0 ||
@@ -149,28 +137,28 @@ static bool property_snapshot(Manager *m, sd_bus_property_get_t get, uint64_t *r
         return true;
 }
 
-/* Whether the apply changed the property, for those with one entry per active policy or unit,
- * which are the costly ones to build; -1 for the others, whose digests are compared. A storm
- * event (no report) changes neither. */
-static int report_says_changed(const ApplyReport *report, size_t property) {
+/* Whether the applies since the last announcement changed the property, for those with one
+ * entry per active policy or unit, which are the costly ones to build; -1 for the others, whose
+ * digests are compared. */
+static int flagged_changed(const BusData *d, size_t property) {
         switch (property) {
         case TRACKED_ACTIVE_POLICIES:
-                return report && report->active_policies_changed;
+                return d->pending_active_policies;
         case TRACKED_NEEDS_RESTART:
-                return report && report->needs_restart_changed;
+                return d->pending_needs_restart;
         default:
                 return -1;
         }
 }
 
-static void emit_changed_properties(Manager *m, const ApplyReport *report) {
+static void announce_changed_properties(Manager *m) {
         BusData *d = m->bus_data;
         const char *changed[_TRACKED_MAX + 1];
         size_t n = 0;
         int r;
 
         for (size_t i = 0; i < _TRACKED_MAX; i++) {
-                int flagged = report_says_changed(report, i);
+                int flagged = flagged_changed(d, i);
                 uint64_t now = 0;
                 bool valid;
 
@@ -182,7 +170,11 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                         changed[n++] = tracked_properties[i].name;
                         continue;
                 }
-                valid = property_snapshot(m, tracked_properties[i].get, &now);
+                if (tracked_properties[i].digest) {
+                        now = tracked_properties[i].digest(m);
+                        valid = true;
+                } else
+                        valid = property_snapshot(m, tracked_properties[i].get, &now);
 
                 if (valid && d->announced_valid[i] && now == d->announced[i])
                         continue;
@@ -191,12 +183,59 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                 d->announced_valid[i] = valid;
                 changed[n++] = tracked_properties[i].name;
         }
+        d->pending_active_policies = d->pending_needs_restart = false;
+        d->last_announced_usec = now_usec(CLOCK_MONOTONIC);
         if (n == 0)
                 return;
         changed[n] = NULL;
         r = sd_bus_emit_properties_changed_strv(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
         if (r < 0)
                 log_warning_errno(r, "Cannot send PropertiesChanged: %m");
+}
+
+static int on_announce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        announce_changed_properties(userdata);
+        return 0;
+}
+
+/* A burst of unit starts changes ActivePolicies at every one, and building it is what costs
+ * with hundreds active: within ANNOUNCE_INTERVAL_USEC of the last PropertiesChanged the next
+ * one waits for the end of that interval and carries everything changed meanwhile. The first
+ * change after a quiet spell goes out at once; knob writes and Applied never wait. A storm
+ * event (no report) changes neither flagged property. */
+static void emit_changed_properties(Manager *m, const ApplyReport *report) {
+        BusData *d = m->bus_data;
+        uint64_t due = d->last_announced_usec + ANNOUNCE_INTERVAL_USEC;
+        int r;
+
+        if (report) {
+                d->pending_active_policies |= report->active_policies_changed;
+                d->pending_needs_restart |= report->needs_restart_changed;
+        }
+        if (d->last_announced_usec == 0 || now_usec(CLOCK_MONOTONIC) >= due) {
+                if (d->announce_timer)
+                        (void) sd_event_source_set_enabled(d->announce_timer, SD_EVENT_OFF);
+                announce_changed_properties(m);
+                return;
+        }
+        if (!d->announce_timer) {
+                r = sd_event_add_time(m->event, &d->announce_timer, CLOCK_MONOTONIC, due, 0, on_announce_timer, m);
+                if (r < 0) {
+                        log_debug_errno(r, "Cannot defer PropertiesChanged, sending it now: %m");
+                        announce_changed_properties(m);
+                }
+                return;
+        }
+        /* Already armed for this interval: it will carry this change too. */
+        if (sd_event_source_get_enabled(d->announce_timer, NULL) > 0)
+                return;
+        r = sd_event_source_set_time(d->announce_timer, due);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(d->announce_timer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot defer PropertiesChanged, sending it now: %m");
+                announce_changed_properties(m);
+        }
 }
 
 /* ---- authorization ---- */
@@ -615,6 +654,7 @@ static void on_free(Manager *m, void *userdata) {
         manager_usage_fail_pending(m);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
+        sd_event_source_disable_unref(d->announce_timer);
         polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
         sd_bus_slot_unref(d->status_filter_slot);
