@@ -99,14 +99,17 @@ static void observation_done(Observation *o) {
         g_clear_pointer(&o->units, g_free);
 }
 
-static gint compare_positions(gconstpointer a, gconstpointer b) {
-        guint x = *(const guint *) a, y = *(const guint *) b;
+/* A policy an apply looks at, by position, with one wanted unit it matches (NULL: none). */
+typedef struct CandidatePair {
+        int position;
+        const Policy *policy;
+        const TrackedUnit *unit;
+} CandidatePair;
+
+static gint compare_pairs(gconstpointer a, gconstpointer b) {
+        int x = ((const CandidatePair *) a)->position, y = ((const CandidatePair *) b)->position;
 
         return x < y ? -1 : x > y;
-}
-
-static void array_unref(gpointer a) {
-        g_ptr_array_unref(a);
 }
 
 /* The policies a unit's name matches (borrowed Policy*), looked up once per name until the
@@ -153,12 +156,12 @@ static void prune_unit_matches(Manager *m, GHashTable *units) {
                         g_hash_table_iter_remove(&iter);
 }
 
-/* The policies an apply must look at, by position, in order: those of the wanted units (with
- * those units, as TrackedUnit*, in by_policy) and those that were active or held a pool at the
- * last apply. After a (re)load every policy, since a changed file may no longer match. */
-static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_policy) {
-        GArray *positions = g_array_new(FALSE, FALSE, sizeof(guint));
-        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+/* The policies an apply must look at, in order: those of the wanted units (a pair per unit)
+ * and those that were active or held a pool at the last apply. After a (re)load every policy,
+ * since a changed file may no longer match. Pairs sorted by position, not tables of lists: at
+ * hundreds of running units this is the bulk of an apply. */
+static GArray *candidate_pairs(Manager *m, GHashTable *units) {
+        GArray *pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
         GHashTableIter iter;
         TrackedUnit *u;
         const Policy *p;
@@ -173,75 +176,50 @@ static GArray *candidate_policies(Manager *m, GHashTable *units, GHashTable *by_
                                 continue;
                         matched = unit_matches(m, u->name);
                         for (guint i = 0; i < matched->len; i++) {
-                                GPtrArray *list;
-
                                 p = g_ptr_array_index(matched, i);
-                                list = g_hash_table_lookup(by_policy, p);
-                                if (!list) {
-                                        list = g_ptr_array_new();
-                                        g_hash_table_insert(by_policy, (gpointer) p, list);
-                                }
-                                g_ptr_array_add(list, u);
+                                g_array_append_val(pairs, ((CandidatePair) {
+                                        policy_index_position(m->policy_index, p), p, u }));
                         }
                 }
         }
 
         if (m->apply_all_policies) {
                 for (guint i = 0; i < m->policies->len; i++)
-                        g_array_append_val(positions, i);
+                        g_array_append_val(pairs, ((CandidatePair) { (int) i, g_ptr_array_index(m->policies, i), NULL }));
                 m->apply_all_policies = false;
-                return positions;
+        } else {
+                g_hash_table_iter_init(&iter, m->plan.live_policies);
+                while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
+                        g_array_append_val(pairs, ((CandidatePair) { policy_index_position(m->policy_index, p), p, NULL }));
         }
-
-        g_hash_table_iter_init(&iter, by_policy);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
-                g_hash_table_add(seen, (gpointer) p);
-        g_hash_table_iter_init(&iter, m->plan.live_policies);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
-                g_hash_table_add(seen, (gpointer) p);
-        g_hash_table_iter_init(&iter, seen);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
-                int position = policy_index_position(m->policy_index, p);
-
-                if (position >= 0)
-                        g_array_append_val(positions, position);
-        }
-        g_array_sort(positions, compare_positions);
-        return positions;
+        g_array_sort(pairs, compare_pairs);
+        return pairs;
 }
 
 static void observe_units(Manager *m, Observation *o) {
-        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
-        /* Policy* -> GPtrArray of the wanted TrackedUnit* it matches */
-        g_autoptr(GHashTable) by_policy = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, array_unref);
-        g_autoptr(GArray) positions = candidate_policies(m, units, by_policy);
-        size_t n_units = 0, next = 0;
+        g_autoptr(GArray) pairs = candidate_pairs(m, m->units ? unit_tracker_units(m->units) : NULL);
+        size_t next = 0;
 
-        o->candidates = g_array_sized_new(FALSE, TRUE, sizeof(PlanCandidate), positions->len);
-        for (guint i = 0; i < positions->len; i++) {
-                GPtrArray *matching = g_hash_table_lookup(by_policy, g_ptr_array_index(m->policies,
-                                                                                        g_array_index(positions, guint, i)));
+        o->candidates = g_array_new(FALSE, TRUE, sizeof(PlanCandidate));
+        o->units = g_new(PlanUnit, MAX(pairs->len, 1u));
+        for (guint i = 0; i < pairs->len;) {
+                const CandidatePair *first = &g_array_index(pairs, CandidatePair, i);
+                PlanCandidate c = { .policy = first->policy, .units = o->units + next };
 
-                n_units += matching ? matching->len : 0;
-        }
-        o->units = g_new(PlanUnit, MAX(n_units, 1u));
+                for (; i < pairs->len && g_array_index(pairs, CandidatePair, i).policy == first->policy; i++) {
+                        const TrackedUnit *u = g_array_index(pairs, CandidatePair, i).unit;
 
-        for (guint i = 0; i < positions->len; i++) {
-                const Policy *p = g_ptr_array_index(m->policies, g_array_index(positions, guint, i));
-                GPtrArray *matching = g_hash_table_lookup(by_policy, p);
-                PlanCandidate c = { .policy = p, .units = o->units + next };
-
-                for (guint j = 0; matching && j < matching->len; j++) {
-                        const TrackedUnit *u = g_ptr_array_index(matching, j);
-
-                        o->units[next++] = (PlanUnit) {
-                                .name = u->name,
-                                .running = tracked_unit_is_running(u),
-                                .stops = u->stops,
-                        };
+                        if (u)
+                                o->units[next++] = (PlanUnit) {
+                                        .name = u->name,
+                                        .running = tracked_unit_is_running(u),
+                                        .stops = u->stops,
+                                };
                 }
                 c.n_units = o->units + next - c.units;
-                g_array_append_val(o->candidates, c);
+                /* Policies that are gone (a reload dropped them) have no position. */
+                if (first->position >= 0)
+                        g_array_append_val(o->candidates, c);
         }
 }
 
