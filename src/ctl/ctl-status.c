@@ -392,7 +392,7 @@ static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *na
                 ctl_unit_usage_finish(bus, &usage_call, &unit_usage);
 
         if (o->json) {
-                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autoptr(CtlJson) b = ctl_json_new();
 
                 ctl_json_begin_object(b, NULL);
                 ctl_properties_json_members(&p, names, b);

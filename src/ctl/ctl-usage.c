@@ -169,14 +169,14 @@ uint64_t ctl_unit_usage_total(const CtlUnitUsage *u) {
         return u->anon_thp_bytes + MIN(u->shmem_thp_bytes, UINT64_MAX - 1 - u->anon_thp_bytes);
 }
 
-static void json_bytes(JsonBuilder *b, const char *key, uint64_t value) {
+static void json_bytes(CtlJson *b, const char *key, uint64_t value) {
         if (value == UINT64_MAX)
                 ctl_json_null(b, key);
         else
                 ctl_json_uint(b, key, value);
 }
 
-void ctl_unit_usage_to_json(GArray *usage, JsonBuilder *b) {
+void ctl_unit_usage_to_json(GArray *usage, CtlJson *b) {
         if (!usage) {
                 ctl_json_null(b, "unit_usage");
                 return;

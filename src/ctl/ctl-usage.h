@@ -2,8 +2,9 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <systemd/sd-bus.h>
+
+#include "ctl-json.h"
 
 /* How much THP each unit with a policy holds (GetUnitUsage). */
 
@@ -31,4 +32,4 @@ const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);
 /* anon + shmem as far as known; UINT64_MAX when neither is. */
 uint64_t ctl_unit_usage_total(const CtlUnitUsage *u);
 /* "unit_usage": [...], or null for NULL. */
-void ctl_unit_usage_to_json(GArray *usage, JsonBuilder *b);
+void ctl_unit_usage_to_json(GArray *usage, CtlJson *b);
