@@ -416,9 +416,8 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
         return sd_bus_message_exit_container(m);
 }
 
-int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+/* Decodes a GetAll reply. Returns a CtlExit code; ret is set on success only. */
+static int properties_from_reply(sd_bus_message *reply, CtlProperties *ret) {
         CtlProperties p = {
                 .knobs = array_new(sizeof(CtlKnob), knob_clear),
                 .active_policies = array_new(sizeof(CtlActivePolicy), active_policy_clear),
@@ -433,13 +432,6 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
         };
         const char *name;
         int r;
-
-        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
-                               &reply, "s", THPD_BUS_INTERFACE);
-        if (r < 0) {
-                ctl_properties_clear(&p);
-                return ctl_log_bus_error(o, &error, r, "read thpd's state");
-        }
 
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
@@ -457,6 +449,42 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
 
         *ret = p;
         return CTL_EXIT_OK;
+}
+
+int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
+                               &reply, "s", THPD_BUS_INTERFACE);
+        if (r < 0)
+                return ctl_log_bus_error(o, &error, r, "read thpd's state");
+        return properties_from_reply(reply, ret);
+}
+
+int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending, CtlAsyncCall *c) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties",
+                                           "GetAll");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", THPD_BUS_INTERFACE);
+        if (r >= 0)
+                r = ctl_call_async(bus, call, 0, pending, c);
+        if (r < 0)
+                return ctl_log_bus_error(o, &SD_BUS_ERROR_NULL, r, "read thpd's state");
+        return CTL_EXIT_OK;
+}
+
+int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret) {
+        int r;
+
+        r = ctl_check_reply(o, bus, c->reply, "read thpd's state");
+        if (r != CTL_EXIT_OK)
+                return r;
+        return properties_from_reply(c->reply, ret);
 }
 
 int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret) {

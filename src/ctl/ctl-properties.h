@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <systemd/sd-bus.h>
 
+#include "ctl-bus.h"
 #include "ctl-json.h"
 #include "ctl-terminal.h"
 #include "ctl.h"
@@ -96,6 +97,10 @@ unsigned ctl_count_errors(GArray *diagnostics);
 
 /* GetAll on org.thpd1.Manager. Returns a CtlExit code; ret is set on success only. */
 int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
+/* The same in two steps, for a verb that makes other calls at the same time: sends GetAll (see
+ * CtlAsyncCall), then, after ctl_bus_wait(), decodes its reply. Both return a CtlExit code. */
+int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending, CtlAsyncCall *c);
+int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret);
 void ctl_properties_clear(CtlProperties *p);
 
 /* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
