@@ -20,11 +20,16 @@ The set-up
     Defrag=never and a 16-page hugetlb pool whose unit runs, so that every property has
     something in it (the status output has 20 lines).
 
-1. thpd-ctl status, wall time (--runs, default 100, after 10 unmeasured runs)
-    fork+exec of thpd-ctl --user status with stdout to a pipe, connecting, Hello, GetAll,
-    formatting, exit, as a shell would see it. Median and p90 (nearest rank). Target: median
+1. thpd-ctl status, wall time (--runs, default 100, after 10 unmeasured runs; the commands below
+   take turns, run by run)
+    fork+exec of thpd-ctl --user status with stdout to a pipe, connecting, Hello, GetUnitUsage
+    and GetAll, formatting, exit, as a shell would see it. Median and p90 (nearest rank). Target: median
     under 5 ms. Floor: the same measurement for bench-api-client with COUNT 0, a process that
-    links the same libsystemd, connects and sends one Ping to thpd.
+    links the same libsystemd, connects and sends one Ping to thpd. Target: at most 1.2 times
+    the floor (issue 24). Where the rest goes, measured the same way: thpd-ctl --version (the
+    process alone, no bus) and thpd-ctl show (the connection and GetAll, without the
+    GetUnitUsage that status adds, and what thpd-ctl reads itself for a unit thpd cannot:
+    here, with thpd on a scratch /proc, every unit).
 
 2. GetAll throughput (--calls, default 10,000, from --clients, default 8)
     Each client is a bench-api-client process with its own connection; all connect first, then
@@ -64,6 +69,7 @@ Defrag=never
 Pages=16
 """
 STATUS_TARGET_MS = 5.0
+STATUS_TARGET_RATIO = 1.2
 GETALL_TARGET_PER_SEC = 5000
 WARMUP_RUNS = 10
 
@@ -86,17 +92,20 @@ def nearest_rank(values, fraction):
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-def wall_times(argv, env, runs):
-    """Seconds per run of argv (stdout to a pipe, as a script would read it); asserts exit 0."""
-    times = []
+def wall_times(argvs, env, runs):
+    """Seconds per run of each argv (stdout to a pipe, as a script would read it), one list per
+    argv; asserts exit 0. The commands take turns, so that the load of a busy machine, which
+    changes over seconds, weighs on all of them alike and their ratios hold."""
+    times = [[] for _ in argvs]
     for i in range(WARMUP_RUNS + runs):
-        start = time.perf_counter()
-        proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-        elapsed = time.perf_counter() - start
-        if proc.returncode != 0:
-            raise RuntimeError(f'{" ".join(argv)} exited with {proc.returncode}: {proc.stderr.decode()}')
-        if i >= WARMUP_RUNS:
-            times.append(elapsed)
+        for argv, samples in zip(argvs, times):
+            start = time.perf_counter()
+            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+            elapsed = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f'{" ".join(argv)} exited with {proc.returncode}: {proc.stderr.decode()}')
+            if i >= WARMUP_RUNS:
+                samples.append(elapsed)
     return times
 
 
@@ -146,9 +155,13 @@ def print_table(args, results):
                  f'{ms(statistics.median(floor))} (a process that connects and pings)'))
     rows.append(('thpd-ctl status, wall time, p90', ms(nearest_rank(status, 0.9)), '',
                  ms(nearest_rank(floor, 0.9))))
-    rows.append(('thpd-ctl status / floor, medians', f'{statistics.median(status) / statistics.median(floor):.2f}x',
-                 '<= 1.2x', ''))
+    ratio = statistics.median(status) / statistics.median(floor)
+    rows.append(('thpd-ctl status / floor, medians', f'{ratio:.2f}x', f'<= {STATUS_TARGET_RATIO:g}x', ''))
     rows.append(('thpd-ctl status, wall time, max', ms(max(status)), '', ms(max(floor))))
+    rows.append(('thpd-ctl --version, wall time, median', ms(statistics.median(results['version'])), '',
+                 '(the process alone)'))
+    rows.append(('thpd-ctl show, wall time, median', ms(statistics.median(results['show'])), '',
+                 '(connect and GetAll, no GetUnitUsage)'))
     rate, trips = results['getall']
     ping_rate, ping_trips = results['ping']
     rows.append((f'GetAll, {args.clients} clients, calls/s', f'{rate:,.0f}/s', f'> {GETALL_TARGET_PER_SEC:,}/s',
@@ -166,6 +179,7 @@ def print_table(args, results):
             print('  '.join('-' * w for w in widths))
     verdicts = [
         ('status median under target', statistics.median(status) * 1000 < STATUS_TARGET_MS),
+        ('status within target of the floor', ratio <= STATUS_TARGET_RATIO),
         ('GetAll rate over target', rate > GETALL_TARGET_PER_SEC),
     ]
     print('\n' + '; '.join(f'{name}: {"yes" if ok else "NO"}' for name, ok in verdicts))
@@ -199,8 +213,11 @@ def run(args):
             status_text = stack.run(args.ctl, '--user', 'status').stdout
             print(status_text, end='')
 
-            results['status'] = wall_times([args.ctl, '--user', 'status'], stack.env, args.runs)
-            results['status_floor'] = wall_times([args.client, stack.bus_address, 'ping', '0'], stack.env, args.runs)
+            (results['status'], results['status_floor'], results['version'],
+             results['show']) = wall_times([[args.ctl, '--user', 'status'],
+                                            [args.client, stack.bus_address, 'ping', '0'],
+                                            [args.ctl, '--version'],
+                                            [args.ctl, '--user', 'show']], stack.env, args.runs)
             results['getall'] = concurrent_calls(args.client, stack.bus_address, 'getall', args.calls, args.clients)
             results['ping'] = concurrent_calls(args.client, stack.bus_address, 'ping', args.calls, args.clients)
             if not thpd.running:

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
         # build
-        meson ninja-build gcc pkg-config libsystemd-dev libinih-dev libglib2.0-dev libjson-glib-dev check
+        meson ninja-build gcc pkg-config libsystemd-dev libinih-dev libglib2.0-dev check
         # run and integration tests: a real bus and a real systemd manager
         dbus-daemon dbus-bin systemd util-linux python3 python3-dbus python3-gi
         # thpd-ctl --json against data/thpd-ctl.schema.json

@@ -46,7 +46,7 @@ int verb_await(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         }
 
         if (o->json) {
-                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autoptr(CtlJson) b = ctl_json_new();
 
                 ctl_json_begin_object(b, NULL);
                 ctl_json_string(b, "unit", unit);

@@ -132,3 +132,59 @@ int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t time
         }
         return ctl_call_message(o, bus, call, timeout_usec, what, ret_reply);
 }
+
+static int on_async_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        CtlAsyncCall *c = userdata;
+
+        c->reply = sd_bus_message_ref(reply);
+        (*c->pending)--;
+        return 0;
+}
+
+int ctl_call_async(sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, unsigned *pending, CtlAsyncCall *c) {
+        int r;
+
+        *c = (CtlAsyncCall) { .pending = pending };
+        r = sd_bus_call_async(bus, &c->slot, call, on_async_reply, c, timeout_usec);
+        if (r < 0)
+                return r;
+        (*pending)++;
+        return 0;
+}
+
+void ctl_async_call_clear(CtlAsyncCall *c) {
+        /* A call still in flight is forgotten: its reply would find no callback. */
+        c->slot = sd_bus_slot_unref(c->slot);
+        c->reply = sd_bus_message_unref(c->reply);
+}
+
+int ctl_bus_wait(sd_bus *bus, const unsigned *pending) {
+        int r;
+
+        while (*pending > 0) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                /* A call that timed out is answered with 0, not 1: waiting then, with no call left
+                 * to time out, would never end. */
+                if (r > 0 || *pending == 0)
+                        continue;
+                /* No deadline here: sd-bus wakes up for the earliest timeout of the calls. */
+                r = sd_bus_wait(bus, UINT64_MAX);
+                if (r < 0 && r != -EINTR)
+                        return r;
+        }
+        return 0;
+}
+
+int ctl_check_reply(const CtlOptions *o, sd_bus *bus, sd_bus_message *reply, const char *what) {
+        const sd_bus_error *error = sd_bus_message_get_error(reply);
+
+        if (!error)
+                return CTL_EXIT_OK;
+        /* sd-bus answers the calls in flight with NoReply when the connection goes away; a
+         * synchronous call says so with ECONNRESET, not as a daemon that did not answer. */
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY) && sd_bus_is_open(bus) <= 0)
+                return ctl_log_bus_error(o, &SD_BUS_ERROR_NULL, -ECONNRESET, what);
+        return ctl_log_bus_error(o, error, -sd_bus_message_get_errno(reply), what);
+}

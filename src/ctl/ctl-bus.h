@@ -32,6 +32,26 @@ int ctl_call_message(const CtlOptions *o, sd_bus *bus, sd_bus_message *call, uin
 int ctl_call(const CtlOptions *o, sd_bus *bus, const char *method, uint64_t timeout_usec, const char *what,
              sd_bus_message **ret_reply, const char *types, ...);
 
+/* A call whose reply is waited for together with the other calls of a verb: all are sent first,
+ * then ctl_bus_wait() runs the bus once until every reply is in, so that their round trips (and
+ * what thpd and the manager do for each) overlap instead of adding up. pending is the caller's
+ * count of calls in flight, shared by all of them. */
+typedef struct CtlAsyncCall {
+        sd_bus_slot *slot;
+        sd_bus_message *reply; /* once in: the method return or the error, a timeout included */
+        unsigned *pending;
+} CtlAsyncCall;
+
+/* Sends call; returns 0 or a negative errno (nothing was sent). */
+int ctl_call_async(sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, unsigned *pending, CtlAsyncCall *c);
+void ctl_async_call_clear(CtlAsyncCall *c);
+/* Runs the bus until *pending is 0. Returns 0, or a negative errno when the connection failed
+ * before that. */
+int ctl_bus_wait(sd_bus *bus, const unsigned *pending);
+/* Checks the reply of a call the way ctl_call() does: CTL_EXIT_OK for a method return, else
+ * logs and returns the exit code. */
+int ctl_check_reply(const CtlOptions *o, sd_bus *bus, sd_bus_message *reply, const char *what);
+
 /* Logs a failed call the way a person can act on it and returns the exit code: CTL_EXIT_NOT_RUNNING
  * (with a hint how to start thpd, or that it answers on the other bus) when nobody owns
  * org.thpd1; CTL_EXIT_USAGE when thpd refused an argument (an unknown knob, a bad value or

@@ -39,7 +39,7 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
 
 /* "" on the bus means "none"; JSON says null. */
 static int print_json(CtlOutput *out, GArray *votes, GArray *isolated, const CtlProperties *props, const char *only_knob) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
         ctl_json_begin_array(b, "knobs");

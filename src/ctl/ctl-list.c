@@ -92,7 +92,7 @@ static bool about(const CtlDiagnostic *d, const PolicyRow *row) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static void row_to_json(const PolicyRow *row, GArray *diagnostics, JsonBuilder *b) {
+static void row_to_json(const PolicyRow *row, GArray *diagnostics, CtlJson *b) {
         ctl_json_string(b, "policy", row->name);
         ctl_json_string(b, "state", policy_state(row));
         ctl_json_string(b, "path", empty_to_null(row->path));
@@ -125,7 +125,7 @@ static CtlColor state_color(const char *state) {
 }
 
 static int list_json(CtlOutput *out, GArray *rows, GArray *diagnostics) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
         ctl_json_begin_array(b, "policies");
@@ -234,7 +234,7 @@ int verb_cat(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         }
 
         if (o->json) {
-                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autoptr(CtlJson) b = ctl_json_new();
 
                 ctl_json_begin_object(b, NULL);
                 row_to_json(row, diagnostics, b);

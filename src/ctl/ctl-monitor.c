@@ -17,13 +17,13 @@ typedef struct Monitor {
 
 /* Starts a text line with the local time; or a JSON line with the event's common fields, whose
  * builder it returns. */
-static JsonBuilder *begin_event(Monitor *mon, const char *name) {
+static CtlJson *begin_event(Monitor *mon, const char *name) {
         uint64_t now = ctl_now_usec();
         g_autofree char *clock = NULL;
-        JsonBuilder *b;
+        CtlJson *b;
 
         if (mon->o->json) {
-                b = json_builder_new();
+                b = ctl_json_new();
                 ctl_json_begin_object(b, NULL);
                 ctl_json_string(b, "signal", name);
                 ctl_json_time(b, "time", now);
@@ -36,7 +36,7 @@ static JsonBuilder *begin_event(Monitor *mon, const char *name) {
         return NULL;
 }
 
-static void end_event(Monitor *mon, JsonBuilder *b) {
+static void end_event(Monitor *mon, CtlJson *b) {
         if (mon->o->json) {
                 ctl_json_end_object(b);
                 if (ctl_json_print(b, mon->out->f) != CTL_EXIT_OK)
@@ -50,7 +50,7 @@ static void end_event(Monitor *mon, JsonBuilder *b) {
 
 static int on_applied(sd_bus_message *m, Monitor *mon) {
         const char *knob, *old_value, *new_value, *reason;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', "(ssss)");
@@ -79,7 +79,7 @@ static int on_applied(sd_bus_message *m, Monitor *mon) {
 
 static int on_drift(sd_bus_message *m, Monitor *mon) {
         const char *knob, *expected, *found, *writer, *action, *who;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', "(ssssss)");
@@ -111,7 +111,7 @@ static int on_drift(sd_bus_message *m, Monitor *mon) {
 static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
         const char *kind, *name;
         double value;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "s", &kind);
@@ -144,7 +144,7 @@ static int on_storm_detected(sd_bus_message *m, Monitor *mon) {
 static int on_storm_cleared(sd_bus_message *m, Monitor *mon) {
         const char *kind;
         uint64_t duration;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "st", &kind, &duration);
@@ -168,7 +168,7 @@ static int on_properties_changed(sd_bus_message *m, Monitor *mon) {
         g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *status = NULL;
         const char *interface, *name;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
         int r;
 
         r = sd_bus_message_read(m, "s", &interface);
@@ -240,7 +240,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Monitor *mon = userdata;
         const char *name, *old_owner, *new_owner;
-        g_autoptr(JsonBuilder) b = NULL;
+        g_autoptr(CtlJson) b = NULL;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;

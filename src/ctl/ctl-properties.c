@@ -416,9 +416,8 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
         return sd_bus_message_exit_container(m);
 }
 
-int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+/* Decodes a GetAll reply. Returns a CtlExit code; ret is set on success only. */
+static int properties_from_reply(sd_bus_message *reply, CtlProperties *ret) {
         CtlProperties p = {
                 .knobs = array_new(sizeof(CtlKnob), knob_clear),
                 .active_policies = array_new(sizeof(CtlActivePolicy), active_policy_clear),
@@ -433,13 +432,6 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
         };
         const char *name;
         int r;
-
-        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
-                               &reply, "s", THPD_BUS_INTERFACE);
-        if (r < 0) {
-                ctl_properties_clear(&p);
-                return ctl_log_bus_error(o, &error, r, "read thpd's state");
-        }
 
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
@@ -457,6 +449,42 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
 
         *ret = p;
         return CTL_EXIT_OK;
+}
+
+int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
+                               &reply, "s", THPD_BUS_INTERFACE);
+        if (r < 0)
+                return ctl_log_bus_error(o, &error, r, "read thpd's state");
+        return properties_from_reply(reply, ret);
+}
+
+int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending, CtlAsyncCall *c) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties",
+                                           "GetAll");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", THPD_BUS_INTERFACE);
+        if (r >= 0)
+                r = ctl_call_async(bus, call, 0, pending, c);
+        if (r < 0)
+                return ctl_log_bus_error(o, &SD_BUS_ERROR_NULL, r, "read thpd's state");
+        return CTL_EXIT_OK;
+}
+
+int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret) {
+        int r;
+
+        r = ctl_check_reply(o, bus, c->reply, "read thpd's state");
+        if (r != CTL_EXIT_OK)
+                return r;
+        return properties_from_reply(c->reply, ret);
 }
 
 int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret) {
@@ -510,7 +538,7 @@ void ctl_print_diagnostics(CtlOutput *out, GArray *diagnostics, const char *inde
         }
 }
 
-void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_policy) {
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy) {
         ctl_json_begin_object(b, NULL);
         if (with_policy)
                 ctl_json_string(b, "policy", d->policy);
@@ -524,7 +552,7 @@ void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_po
         ctl_json_end_object(b);
 }
 
-void ctl_drift_conflicts_to_json(JsonBuilder *b, const char *key, GArray *conflicts, const char *only_knob) {
+void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < conflicts->len; i++) {
                 const CtlDriftConflict *c = &g_array_index(conflicts, CtlDriftConflict, i);
@@ -542,7 +570,7 @@ void ctl_drift_conflicts_to_json(JsonBuilder *b, const char *key, GArray *confli
         ctl_json_end_array(b);
 }
 
-void ctl_recent_drift_to_json(JsonBuilder *b, const char *key, GArray *drift, const char *only_knob) {
+void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < drift->len; i++) {
                 const CtlDrift *d = &g_array_index(drift, CtlDrift, i);
@@ -570,7 +598,7 @@ static bool wanted(char *const *names, const char *name) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static void knobs_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void knobs_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
@@ -588,7 +616,7 @@ static void knobs_to_json(const CtlProperties *p, const char *key, JsonBuilder *
         ctl_json_end_array(b);
 }
 
-static void active_policies_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void active_policies_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->active_policies->len; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
@@ -601,7 +629,7 @@ static void active_policies_to_json(const CtlProperties *p, const char *key, Jso
         ctl_json_end_array(b);
 }
 
-static void pools_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void pools_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
@@ -621,7 +649,7 @@ static void pools_to_json(const CtlProperties *p, const char *key, JsonBuilder *
         ctl_json_end_array(b);
 }
 
-static void needs_restart_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void needs_restart_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->needs_restart->len; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
@@ -634,7 +662,7 @@ static void needs_restart_to_json(const CtlProperties *p, const char *key, JsonB
         ctl_json_end_array(b);
 }
 
-void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isolated) {
+void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
@@ -650,7 +678,7 @@ void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isol
         ctl_json_end_array(b);
 }
 
-static void override_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_object(b, key);
         for (guint i = 0; i < p->override->len; i++) {
                 const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
@@ -660,7 +688,7 @@ static void override_to_json(const CtlProperties *p, const char *key, JsonBuilde
         ctl_json_end_object(b);
 }
 
-static void storms_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void storms_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->storms->len; i++) {
                 const CtlStorm *st = &g_array_index(p->storms, CtlStorm, i);
@@ -680,14 +708,14 @@ static void storms_to_json(const CtlProperties *p, const char *key, JsonBuilder 
         ctl_json_end_array(b);
 }
 
-static void diagnostics_to_json(const CtlProperties *p, const char *key, JsonBuilder *b) {
+static void diagnostics_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
         ctl_json_begin_array(b, key);
         for (guint i = 0; i < p->diagnostics->len; i++)
                 ctl_diagnostic_to_json(b, &g_array_index(p->diagnostics, CtlDiagnostic, i), true);
         ctl_json_end_array(b);
 }
 
-static void property_to_json(const CtlProperties *p, const char *name, JsonBuilder *b) {
+static void property_to_json(const CtlProperties *p, const char *name, CtlJson *b) {
         const char *key = ctl_property_json_key(name);
 
         if (streq(name, "Version"))
@@ -722,7 +750,7 @@ static void property_to_json(const CtlProperties *p, const char *name, JsonBuild
                 ctl_recent_drift_to_json(b, key, p->recent_drift, NULL);
 }
 
-void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b) {
+void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b) {
         for (size_t i = 0; ctl_property_names[i]; i++)
                 if (wanted(names, ctl_property_names[i]))
                         property_to_json(p, ctl_property_names[i], b);

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <systemd/sd-bus.h>
 
+#include "ctl-bus.h"
+#include "ctl-json.h"
 #include "ctl-terminal.h"
 #include "ctl.h"
 
@@ -96,15 +97,19 @@ unsigned ctl_count_errors(GArray *diagnostics);
 
 /* GetAll on org.thpd1.Manager. Returns a CtlExit code; ret is set on success only. */
 int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
+/* The same in two steps, for a verb that makes other calls at the same time: sends GetAll (see
+ * CtlAsyncCall), then, after ctl_bus_wait(), decodes its reply. Both return a CtlExit code. */
+int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending, CtlAsyncCall *c);
+int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret);
 void ctl_properties_clear(CtlProperties *p);
 
 /* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
-void ctl_diagnostic_to_json(JsonBuilder *b, const CtlDiagnostic *d, bool with_policy);
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy);
 /* IsolatedServices (CtlIsolation) as a JSON array under key. */
-void ctl_isolated_services_to_json(JsonBuilder *b, const char *key, GArray *isolated);
+void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated);
 /* DriftConflicts and RecentDrift as the array member key; only_knob: that knob's rows only. */
-void ctl_drift_conflicts_to_json(JsonBuilder *b, const char *key, GArray *conflicts, const char *only_knob);
-void ctl_recent_drift_to_json(JsonBuilder *b, const char *key, GArray *drift, const char *only_knob);
+void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob);
+void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
-void ctl_properties_json_members(const CtlProperties *p, char *const *names, JsonBuilder *b);
+void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b);

@@ -370,8 +370,10 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
 static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *names, bool usage,
                             void (*print_text)(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(ctl_async_call_clear) CtlAsyncCall get_all = {};
         _cleanup_(ctl_unit_usage_call_clear) CtlUsageCall usage_call = {};
         g_autoptr(GArray) unit_usage = NULL;
+        unsigned pending = 0;
         bool usage_sent = false;
         CtlProperties p;
         int r;
@@ -379,20 +381,28 @@ static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *na
         r = ctl_bus_open(o, &bus);
         if (r != CTL_EXIT_OK)
                 return r;
+        /* GetUnitUsage first: thpd answers in order, and its answer may need calls to the manager
+         * (here or in thpd) that can run while thpd works out GetAll. */
         if (usage) {
-                r = ctl_unit_usage_call(bus, &usage_call);
+                r = ctl_unit_usage_call(bus, &pending, &usage_call);
                 if (r < 0)
                         log_warning_errno(r, "Cannot ask how much THP the units hold: %m");
                 usage_sent = r >= 0;
         }
-        r = ctl_get_properties(o, bus, &p);
+        r = ctl_get_properties_async(o, bus, &pending, &get_all);
+        if (r != CTL_EXIT_OK)
+                return r;
+        r = ctl_bus_wait(bus, &pending);
+        if (r < 0)
+                return ctl_log_bus_error(o, &SD_BUS_ERROR_NULL, r, "read thpd's state");
+        r = ctl_get_properties_finish(o, bus, &get_all, &p);
         if (r != CTL_EXIT_OK)
                 return r;
         if (usage_sent)
-                ctl_unit_usage_finish(bus, &usage_call, &unit_usage);
+                unit_usage = ctl_unit_usage_finish(&usage_call);
 
         if (o->json) {
-                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autoptr(CtlJson) b = ctl_json_new();
 
                 ctl_json_begin_object(b, NULL);
                 ctl_properties_json_members(&p, names, b);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <langinfo.h>
+#include <locale.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -42,12 +43,23 @@ static bool locale_is_utf8(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(variables) && !(set && set[0]); i++)
                 set = getenv(variables[i]);
+        locale_t locale;
+        bool utf8;
+
         /* No locale at all: a service's environment, shown on terminals that speak UTF-8, as
          * systemctl assumes. A locale asked for by name is taken at its word, so LC_ALL=C gets
          * ASCII; a UTF-8 locale that is not installed still names the terminal's. */
         if (!set || !set[0] || strcasestr(set, "UTF-8") || strcasestr(set, "utf8"))
                 return true;
-        return streq(nl_langinfo(CODESET), "UTF-8");
+        /* Any other name is looked up, for this question only: the process stays in the C locale
+         * (parsing a policy the way thpd does, whatever the caller's locale), and loading the
+         * locale is paid only here, not by every run of thpd-ctl. */
+        locale = newlocale(LC_CTYPE_MASK, "", (locale_t) 0);
+        if (locale == (locale_t) 0)
+                return false;
+        utf8 = streq(nl_langinfo_l(CODESET, locale), "UTF-8");
+        freelocale(locale);
+        return utf8;
 }
 
 const char *ctl_glyph(CtlGlyph g) {

@@ -47,21 +47,31 @@ static int read_usage(sd_bus_message *reply, GArray *usage) {
  * privileges: root gets the figure, any other user only that of their own processes; the kernel
  * decides, as for any other reader of /proc. The processes come from the systemd manager on the
  * bus thpd-ctl talks to, as thpd gets them. */
-static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+typedef struct UnitCall {
+        CtlUsageCall *call;
+        guint index; /* the unit's row in call->usage */
+        sd_bus_slot *slot;
+} UnitCall;
+
+static void unit_call_free(gpointer p) {
+        UnitCall *u = p;
+
+        sd_bus_slot_unref(u->slot);
+        g_free(u);
+}
+
+static void read_unit_here(sd_bus_message *reply, CtlUnitUsage *u) {
         g_autoptr(GArray) processes = g_array_new(FALSE, TRUE, sizeof(UsageProcess));
         g_autoptr(GPtrArray) cgroups = g_ptr_array_new_with_free_func(g_free);
+        const sd_bus_error *error = sd_bus_message_get_error(reply);
         const char *cgroup;
         uint32_t pid;
         UnitUsage usage;
         int r;
 
-        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                               "org.freedesktop.systemd1.Manager", "GetUnitProcesses", &error, &reply, "s", u->unit);
-        if (r < 0) {
+        if (error) {
                 log_debug("%s: the systemd manager did not list its processes: %s", u->unit,
-                          error.message ?: strerror(-r));
+                          error->message ?: strerror(sd_bus_message_get_errno(reply)));
                 return;
         }
         r = sd_bus_message_enter_container(reply, 'a', "(sus)");
@@ -88,67 +98,105 @@ static void read_unit_here(sd_bus *bus, CtlUnitUsage *u) {
         u->read_by_ctl = true;
 }
 
-static int on_usage_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        CtlUsageCall *c = userdata;
+static int on_unit_processes_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        UnitCall *u = userdata;
 
-        c->reply = sd_bus_message_ref(reply);
+        (*u->call->pending)--;
+        read_unit_here(reply, &g_array_index(u->call->usage, CtlUnitUsage, u->index));
         return 0;
 }
 
-int ctl_unit_usage_call(sd_bus *bus, CtlUsageCall *c) {
+static void ask_unit_processes(sd_bus *bus, CtlUsageCall *c, guint index) {
+        const CtlUnitUsage *unit = &g_array_index(c->usage, CtlUnitUsage, index);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        UnitCall *u;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                           "org.freedesktop.systemd1.Manager", "GetUnitProcesses");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", unit->unit);
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot ask the systemd manager for its processes: %m", unit->unit);
+                return;
+        }
+        u = g_new0(UnitCall, 1);
+        u->call = c;
+        u->index = index;
+        r = sd_bus_call_async(bus, &u->slot, call, on_unit_processes_reply, u, 0);
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot ask the systemd manager for its processes: %m", unit->unit);
+                g_free(u);
+                return;
+        }
+        g_ptr_array_add(c->unit_calls, u);
+        (*c->pending)++;
+}
+
+static int on_usage_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        CtlUsageCall *c = userdata;
+        g_autoptr(GArray) usage = NULL;
+        int r;
+
+        (*c->pending)--;
+        c->reply = sd_bus_message_ref(reply);
+        if (sd_bus_message_is_method_error(reply, NULL))
+                return 0;
+
+        usage = g_array_new(FALSE, TRUE, sizeof(CtlUnitUsage));
+        g_array_set_clear_func(usage, unit_usage_clear);
+        r = read_usage(reply, usage);
+        if (r < 0) {
+                c->read_error = r;
+                return 0;
+        }
+        c->usage = TAKE_PTR(usage);
+        for (guint i = 0; i < c->usage->len; i++)
+                if (!g_array_index(c->usage, CtlUnitUsage, i).source[0])
+                        ask_unit_processes(sd_bus_message_get_bus(reply), c, i);
+        return 0;
+}
+
+int ctl_unit_usage_call(sd_bus *bus, unsigned *pending, CtlUsageCall *c) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         int r;
 
-        *c = (CtlUsageCall) {};
+        *c = (CtlUsageCall) {
+                .pending = pending,
+                .unit_calls = g_ptr_array_new_with_free_func(unit_call_free),
+        };
         r = sd_bus_message_new_method_call(bus, &call, THPD_BUS_NAME, THPD_BUS_PATH, THPD_BUS_INTERFACE, "GetUnitUsage");
         if (r >= 0)
                 r = sd_bus_call_async(bus, &c->slot, call, on_usage_reply, c, USAGE_TIMEOUT_USEC);
-        return r;
+        if (r < 0)
+                return r;
+        (*pending)++;
+        return 0;
 }
 
 void ctl_unit_usage_call_clear(CtlUsageCall *c) {
+        /* The calls still in flight first: their callbacks point into c. */
+        g_clear_pointer(&c->unit_calls, g_ptr_array_unref);
         c->slot = sd_bus_slot_unref(c->slot);
         c->reply = sd_bus_message_unref(c->reply);
+        g_clear_pointer(&c->usage, g_array_unref);
 }
 
-void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret) {
-        g_autoptr(GArray) usage = NULL;
-        const sd_bus_error *error;
-        int r = 0;
+GArray *ctl_unit_usage_finish(CtlUsageCall *c) {
+        const sd_bus_error *error = sd_bus_message_get_error(c->reply);
 
-        *ret = NULL;
-        /* The answer may have come in while status waited for GetAll; sd-bus keeps it queued. */
-        while (!c->reply && r >= 0) {
-                r = sd_bus_process(bus, NULL);
-                if (r == 0)
-                        r = sd_bus_wait(bus, UINT64_MAX);
-        }
-        if (r < 0) {
-                log_warning_errno(r, "Cannot read how much THP the units hold: %m");
-                return;
-        }
-        error = sd_bus_message_get_error(c->reply);
         if (error) {
                 /* A thpd from before the method: say nothing, as about any property it lacks. */
                 if (!sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_METHOD))
                         log_warning("Cannot read how much THP the units hold: %s",
-                                    error->message ?: strerror(-sd_bus_message_get_errno(c->reply)));
-                return;
+                                    error->message ?: strerror(sd_bus_message_get_errno(c->reply)));
+                return NULL;
         }
-        usage = g_array_new(FALSE, TRUE, sizeof(CtlUnitUsage));
-        g_array_set_clear_func(usage, unit_usage_clear);
-        r = read_usage(c->reply, usage);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot read thpd's answer about THP usage: %m");
-                return;
+        if (c->read_error < 0) {
+                log_warning_errno(c->read_error, "Cannot read thpd's answer about THP usage: %m");
+                return NULL;
         }
-        for (guint i = 0; i < usage->len; i++) {
-                CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
-
-                if (!u->source[0])
-                        read_unit_here(bus, u);
-        }
-        *ret = TAKE_PTR(usage);
+        return TAKE_PTR(c->usage);
 }
 
 const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit) {
@@ -169,14 +217,14 @@ uint64_t ctl_unit_usage_total(const CtlUnitUsage *u) {
         return u->anon_thp_bytes + MIN(u->shmem_thp_bytes, UINT64_MAX - 1 - u->anon_thp_bytes);
 }
 
-static void json_bytes(JsonBuilder *b, const char *key, uint64_t value) {
+static void json_bytes(CtlJson *b, const char *key, uint64_t value) {
         if (value == UINT64_MAX)
                 ctl_json_null(b, key);
         else
                 ctl_json_uint(b, key, value);
 }
 
-void ctl_unit_usage_to_json(GArray *usage, JsonBuilder *b) {
+void ctl_unit_usage_to_json(GArray *usage, CtlJson *b) {
         if (!usage) {
                 ctl_json_null(b, "unit_usage");
                 return;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <systemd/sd-bus.h>
+
+#include "ctl-bus.h"
+#include "ctl-json.h"
 
 /* How much THP each unit with a policy holds (GetUnitUsage). */
 
@@ -14,21 +16,28 @@ typedef struct CtlUnitUsage {
         bool read_by_ctl;                         /* thpd could not tell; thpd-ctl read it (see ctl-usage.c) */
 } CtlUnitUsage;
 
-/* Calls GetUnitUsage. Not fatal for the caller: *ret is NULL when the daemon cannot tell (a thpd
- * without the method, a manager that does not answer; the latter is logged as a warning). A unit
- * whose figure thpd cannot read is read here, with the caller's own privileges. */
-/* GetUnitUsage, sent before the GetAll that status also needs and read after it, so that the
- * two round trips (and the manager calls thpd makes for the first) overlap. */
+/* GetUnitUsage, sent with GetAll and waited for with it (CtlAsyncCall, ctl_bus_wait()). Not
+ * fatal for the caller: the result is NULL when the daemon cannot tell (a thpd without the
+ * method, a manager that does not answer; the latter is logged as a warning). A unit whose figure
+ * thpd cannot read is read here, with the caller's own privileges: as soon as thpd's answer is
+ * in, the manager is asked for the processes of each such unit, so that those calls too overlap
+ * with GetAll rather than follow it. */
 typedef struct CtlUsageCall {
+        unsigned *pending;
         sd_bus_slot *slot;
-        sd_bus_message *reply;
+        sd_bus_message *reply;  /* thpd's answer, an error included */
+        GArray *usage;          /* CtlUnitUsage, once the answer is decoded */
+        int read_error;         /* decoding the answer failed */
+        GPtrArray *unit_calls;  /* the GetUnitProcesses calls for units read here */
 } CtlUsageCall;
-int ctl_unit_usage_call(sd_bus *bus, CtlUsageCall *c);
-void ctl_unit_usage_finish(sd_bus *bus, CtlUsageCall *c, GArray **ret);
+/* Returns 0 or a negative errno (nothing was sent). */
+int ctl_unit_usage_call(sd_bus *bus, unsigned *pending, CtlUsageCall *c);
+/* Once ctl_bus_wait() returned 0: the rows, or NULL (see above). */
+GArray *ctl_unit_usage_finish(CtlUsageCall *c);
 void ctl_unit_usage_call_clear(CtlUsageCall *c);
 /* The row of a unit, or NULL. */
 const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);
 /* anon + shmem as far as known; UINT64_MAX when neither is. */
 uint64_t ctl_unit_usage_total(const CtlUnitUsage *u);
 /* "unit_usage": [...], or null for NULL. */
-void ctl_unit_usage_to_json(GArray *usage, JsonBuilder *b);
+void ctl_unit_usage_to_json(GArray *usage, CtlJson *b);

@@ -129,7 +129,7 @@ static void print_text(CtlOutput *out, const char *const *dirs, bool with_dirs, 
         diagnostics_print(diag, stderr);
 }
 
-static void diagnostic_to_json(JsonBuilder *b, const Diagnostic *d) {
+static void diagnostic_to_json(CtlJson *b, const Diagnostic *d) {
         CtlDiagnostic c = {
                 .file = d->file,
                 .line = d->line,
@@ -155,7 +155,7 @@ static bool belongs_to(const Diagnostic *d, const Checked *c, bool by_name) {
 
 static int print_json(CtlOutput *out, GArray *checked, bool by_name, const Diagnostics *diag) {
         g_autofree bool *attached = g_new0(bool, diag->items->len + 1);
-        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
         ctl_json_begin_array(b, "policies");

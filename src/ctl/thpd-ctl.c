@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
 #include <glib.h>
-#include <locale.h>
 #include <stdarg.h>
 
 #include "config.h"
@@ -278,9 +277,6 @@ int main(int argc, char *argv[]) {
         g_autoptr(GPtrArray) properties = g_ptr_array_new_with_free_func(g_free);
         CtlOptions o = {};
         ParseResult p;
-
-        /* The character set only: whether to draw "●" or "*". Numbers and times stay in C. */
-        setlocale(LC_CTYPE, "");
 
         p = parse_argv(argc, argv, policy_dirs, properties, &o);
         if (p == PARSE_EXIT_OK)

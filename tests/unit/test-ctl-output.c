@@ -198,14 +198,9 @@ START_TEST(test_bytes) {
 }
 END_TEST
 
-static char *json_text(JsonBuilder *b) {
-        return ctl_json_to_string(b);
-}
-
 START_TEST(test_json_values) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(CtlJson) b = ctl_json_new();
         char *units[] = { (char *) "redis.service", (char *) "a\"b", NULL };
-        g_autofree char *text = NULL;
 
         ctl_json_begin_object(b, NULL);
         ctl_json_string(b, "version", "0.1.0");
@@ -215,6 +210,7 @@ START_TEST(test_json_values) {
         ctl_json_string(b, "invalid", "a\xff");
         ctl_json_uint(b, "page_size_kb", 2048);
         ctl_json_uint(b, "big", UINT64_C(9007199254740993));
+        ctl_json_uint(b, "max", UINT64_MAX);
         ctl_json_int(b, "node", -1);
         ctl_json_bool(b, "wins", true);
         ctl_json_bool(b, "loses", false);
@@ -225,7 +221,8 @@ START_TEST(test_json_values) {
         ctl_json_double(b, "whole", 12.0);
         ctl_json_double(b, "negative", -3.0);
         ctl_json_double(b, "huge", 1.5e20);
-        ctl_json_double(b, "unprintable", 1e20);
+        ctl_json_double(b, "exponent", 1e20);
+        ctl_json_double(b, "tiny", 1e-300);
         ctl_json_double(b, "nan", NAN);
         ctl_json_double(b, "inf", INFINITY);
         ctl_json_end_object(b);
@@ -235,33 +232,96 @@ START_TEST(test_json_values) {
         ctl_json_string(b, NULL, "x");
         ctl_json_end_array(b);
         ctl_json_end_object(b);
-        text = json_text(b);
-        ck_assert_str_eq(text,
+        ck_assert_str_eq(ctl_json_text(b),
                          "{\"version\":\"0.1.0\",\"missing\":null,\"none\":null,"
                          "\"escaped\":\"q\\\"b\\\\n\\nt\\t\\u0001\",\"invalid\":\"a\xef\xbf\xbd\","
-                         "\"page_size_kb\":2048,\"big\":9007199254740993,\"node\":-1,\"wins\":true,\"loses\":false,"
+                         "\"page_size_kb\":2048,\"big\":9007199254740993,\"max\":18446744073709551615,\"node\":-1,\"wins\":true,\"loses\":false,"
                          "\"units\":[\"redis.service\",\"a\\\"b\"],\"empty\":[],"
-                         "\"figures\":{\"ratio\":0.5,\"whole\":12,\"negative\":-3,\"huge\":1.5e+20,\"unprintable\":null,"
+                         "\"figures\":{\"ratio\":0.5,\"whole\":12,\"negative\":-3,\"huge\":1.5e+20,\"exponent\":1e+20,\"tiny\":1e-300,"
                          "\"nan\":null,\"inf\":null},\"list\":[{},\"x\"]}");
 }
 END_TEST
 
+/* RFC 8259, section 7: every control character escaped (the short form where there is one), the
+ * quotation mark and the backslash escaped, in keys as in values; "/", DEL aside, and UTF-8
+ * passed through as it is; an invalid sequence replaced, never passed on. */
+START_TEST(test_json_escaping) {
+        g_autoptr(CtlJson) b = ctl_json_new();
+        g_autoptr(GString) controls = g_string_new(NULL), expected = g_string_new(NULL);
+        g_autofree char *document = NULL;
+        static const char *const short_forms[0x20] = {
+                ['\b'] = "\\b", ['\t'] = "\\t", ['\n'] = "\\n", ['\f'] = "\\f", ['\r'] = "\\r",
+        };
+
+        for (int c = 1; c < 0x20; c++) {
+                g_string_append_c(controls, (char) c);
+                if (short_forms[c])
+                        g_string_append(expected, short_forms[c]);
+                else
+                        g_string_append_printf(expected, "\\u%04x", c);
+        }
+
+        ctl_json_begin_object(b, NULL);
+        ctl_json_string(b, "controls", controls->str);
+        ctl_json_string(b, "quote\"back\\slash", "say \"hi\" \\ C:\\dir\\");
+        ctl_json_string(b, "key\n\x1f", "value\x7f");
+        ctl_json_string(b, "plain", "a/b <tag> & 'x' ~");
+        ctl_json_string(b, "utf8", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8");
+        ctl_json_string(b, "bad\xc3", "trunc\xe2\x82 over\xc0\xaf end\xf5");
+        ctl_json_string(b, "", "");
+        ctl_json_end_object(b);
+
+        document = g_strconcat("{\"controls\":\"", expected->str, "\","
+                               "\"quote\\\"back\\\\slash\":\"say \\\"hi\\\" \\\\ C:\\\\dir\\\\\","
+                               "\"key\\n\\u001f\":\"value\\u007f\","
+                               "\"plain\":\"a/b <tag> & 'x' ~\","
+                               "\"utf8\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8\","
+                               "\"bad\xef\xbf\xbd\":\"trunc\xef\xbf\xbd\xef\xbf\xbd over\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd\","
+                               "\"\":\"\"}",
+                               NULL);
+        ck_assert_str_eq(ctl_json_text(b), document);
+}
+END_TEST
+
+/* Nesting: commas between members and elements, none after an opening bracket, a closed
+ * container counted as one element of its parent. */
+START_TEST(test_json_nesting) {
+        g_autoptr(CtlJson) b = ctl_json_new();
+
+        ctl_json_begin_array(b, NULL);
+        ctl_json_begin_array(b, NULL);
+        ctl_json_end_array(b);
+        ctl_json_begin_object(b, NULL);
+        ctl_json_begin_object(b, "a");
+        ctl_json_begin_array(b, "b");
+        ctl_json_int(b, NULL, 1);
+        ctl_json_begin_object(b, NULL);
+        ctl_json_end_object(b);
+        ctl_json_int(b, NULL, 2);
+        ctl_json_end_array(b);
+        ctl_json_end_object(b);
+        ctl_json_bool(b, "c", false);
+        ctl_json_end_object(b);
+        ctl_json_null(b, NULL);
+        ctl_json_end_array(b);
+        ck_assert_str_eq(ctl_json_text(b), "[[],{\"a\":{\"b\":[1,{},2]},\"c\":false},null]");
+}
+END_TEST
+
 START_TEST(test_json_time) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
-        g_autofree char *text = NULL;
+        g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
         ctl_json_time(b, "override_expires_at", 0);
         ctl_json_time(b, "time", SATURDAY_USEC + 42);
         ctl_json_end_object(b);
-        text = json_text(b);
-        ck_assert_str_eq(text, "{\"override_expires_at\":null,\"override_expires_at_usec\":null,"
+        ck_assert_str_eq(ctl_json_text(b), "{\"override_expires_at\":null,\"override_expires_at_usec\":null,"
                                "\"time\":\"2025-11-22T10:00:00.000042Z\",\"time_usec\":1763805600000042}");
 }
 END_TEST
 
 START_TEST(test_json_print) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(CtlJson) b = ctl_json_new();
         g_autofree char *buf = NULL, *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
@@ -298,6 +358,8 @@ int main(void) {
         tcase_add_test(tc, test_clock_and_iso8601);
         tcase_add_test(tc, test_bytes);
         tcase_add_test(tc, test_json_values);
+        tcase_add_test(tc, test_json_escaping);
+        tcase_add_test(tc, test_json_nesting);
         tcase_add_test(tc, test_json_time);
         tcase_add_test(tc, test_json_print);
         suite_add_tcase(s, tc);
