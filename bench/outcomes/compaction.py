@@ -5,8 +5,8 @@
     PYTHONPATH=tests python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; plots need python3-matplotlib; takes the real-/sys lock. About
-55 s per run on the 2-vCPU, 24 GiB development VM, most of it fragmenting memory: 5 runs of
-each mode, under 10 minutes.)
+45 s per run on the 2-vCPU, 24 GiB development VM (the first run 30 s more), most of it
+fragmenting memory: 5 runs of each mode, about 8 minutes.)
 
 Quietly: the first recording (load average 5-12) could not tell the modes' latency tails apart,
 because waiting for a CPU dominated them. A recording therefore refuses to start (status 1,
