@@ -5,7 +5,14 @@
     PYTHONPATH=tests python3 bench/outcomes/compaction.py [--runs N] [--quick] [--plot-only]
 
 (root; build thpd first; plots need python3-matplotlib; takes the real-/sys lock. About
-75 s per run on the 2-vCPU, 24 GiB development VM, most of it fragmenting memory.)
+45 s per run on the 2-vCPU, 24 GiB development VM (the first run 30 s more), most of it
+fragmenting memory: 5 runs of each mode, about 8 minutes.)
+
+Quietly: the first recording (load average 5-12) could not tell the modes' latency tails apart,
+because waiting for a CPU dominated them. A recording therefore refuses to start (status 1,
+saying why) while the 1-minute load average is above --max-load (0.5) or another run holds
+/tmp/thpd-real-sys.lock, and checks the load again once it holds the lock (outcomeslib's quiet
+guard); every run records the load average before and after it. --quick skips the load check.
 
 Each run:
   1. fragments memory with tests/thpdtest/thp_fragment.py, the recipe of the real-kernel
@@ -24,7 +31,7 @@ Each run:
      32 MiB every 0.2 s with MADV_HUGEPAGE and times each 2 MiB fault, tagging it with the
      defrag value it ran under;
   4. stops thpd (which puts defrag back), frees the fragmenting memory.
-The runs alternate madvise, thpd, madvise, ... Every knob, the pools and
+The runs alternate madvise, thpd, madvise, ... (5 of each by default). Every knob, the pools and
 vm.compact_unevictable_allowed are snapshotted first and restored at exit.
 
 Figures per run and per defrag value (a thpd run has faults under madvise before the
@@ -89,9 +96,32 @@ def read_event(proc, name, timeout):
     return result
 
 
+# Groups of runs whose per-run tails are compared: (key, label, mode, defrag or None for the
+# whole run).
+TAIL_GROUPS = (
+    ('log', 'Action=log (defrag=madvise)', 'madvise', None),
+    ('mitigate', 'Action=mitigate, whole run', 'thpd', None),
+    ('defer', 'Action=mitigate, after the switch (defer)', 'thpd', 'defer'),
+)
+
+
+def run_tails(faults):
+    """{group key: [(run, p99 us, max us), ...]} from the rows of compaction-faults.csv."""
+    tails = {}
+    for key, _, mode, defrag in TAIL_GROUPS:
+        runs = sorted({int(r['run']) for r in faults if r['mode'] == mode})
+        for run in runs:
+            us = [int(r['fault_us']) for r in faults
+                  if int(r['run']) == run and (defrag is None or r['defrag'] == defrag)]
+            if us:
+                tails.setdefault(key, []).append((run, lib.percentile(us, 99), max(us)))
+    return tails
+
+
 def one_run(args, mode, index, cache_file):
     """Returns (summary rows, fault rows) of one run."""
-    lib.log(f'run {index} ({mode}): fragmenting memory')
+    load_before = lib.load1()
+    lib.log(f'run {index} ({mode}): fragmenting memory (load average {load_before:.2f})')
     fragmenter = subprocess.Popen(
         [sys.executable, '-B', str(FRAGMENTER), 'fragment', '--drop-caches', '--lock', '--margin-mib', '6144',
          '--cache-file', str(cache_file), '--cache-mib', '8192', '--hold-seconds', '300'],
@@ -99,7 +129,8 @@ def one_run(args, mode, index, cache_file):
     try:
         fragmented = read_event(fragmenter, 'fragmented', timeout=240)
         lib.log(f'  fragmented: {fragmented["free_mib"]} MiB free, {fragmented["free_in_2m_blocks_mib"]} MiB of '
-                f'it in 2 MiB blocks')
+                f'it in 2 MiB blocks (fill {fragmented.get("fill_seconds")} s, cache {fragmented.get("cache_seconds")} s, '
+                 f'punch {fragmented.get("punch_seconds")} s)')
         out = Path(tempfile.mkdtemp(prefix='thp-faults-')) / 'faults.jsonl'
         action = 'mitigate' if mode == 'thpd' else 'log'
         with lib.Session(args.thpd, config(action)) as session:
@@ -110,6 +141,7 @@ def one_run(args, mode, index, cache_file):
             thpdtest_wait(lambda: out.exists() and '"done"' in out.read_text(), args.seconds + 60)
             storm_log = [line for line in session.log().splitlines() if 'torm' in line]
         lib.wait_knobs(defrag='madvise')
+        load_after = lib.load1()
     finally:
         fragmenter.kill()
         fragmenter.wait()
@@ -143,6 +175,7 @@ def one_run(args, mode, index, cache_file):
             'switch_s': switched if mode == 'thpd' else '',
             'free_mib': fragmented['free_mib'], 'free_2m_blocks_mib': fragmented['free_in_2m_blocks_mib'],
             'cpu_busy_percent_before': busy,
+            'load1_before': load_before, 'load1_after': load_after,
         })
     return rows, faults
 
@@ -156,7 +189,7 @@ def run(args, csv_path, faults_path):
     cache_dir = Path(tempfile.mkdtemp(prefix='thpd-outcomes-cache-', dir='/var/tmp'))
     summary, faults = [], []
     try:
-        with lib.RealSysLock():
+        with lib.recording_lock(args):
             guard = lib.KnobGuard(sysctls=[COMPACT_UNEVICTABLE])
             try:
                 COMPACT_UNEVICTABLE.write_text('0')
@@ -173,6 +206,13 @@ def run(args, csv_path, faults_path):
         shutil.rmtree(cache_dir, ignore_errors=True)
     lib.write_csv(csv_path, summary)
     lib.write_csv(faults_path, faults)
+    for key, label, _, _ in TAIL_GROUPS:
+        values = run_tails([{k: str(v) for k, v in f.items()} for f in faults]).get(key, [])
+        if values:
+            p99 = lib.bootstrap_median([v[1] / 1000 for v in values])
+            worst = lib.bootstrap_median([v[2] / 1000 for v in values])
+            lib.log(f'{label}: {len(values)} runs, p99 median {p99[0]:.2f} ms [95 % {p99[1]:.2f}–{p99[2]:.2f}], '
+                    f'max median {worst[0]:.2f} ms [95 % {worst[1]:.2f}–{worst[2]:.2f}]')
 
 
 def plot(csv_path, faults_path, png_path):
@@ -181,7 +221,7 @@ def plot(csv_path, faults_path, png_path):
         faults = list(csv.DictReader(f))
     with open(csv_path) as f:
         summary = list(csv.DictReader(f))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right, tails_ax) = plt.subplots(1, 3, figsize=(16, 4), width_ratios=(3, 3, 2))
     colors = {'madvise': '#c0392b', 'defer': '#2471a3'}
 
     # Left: latency per fault over time, one run of each mode (the median-p99 run).
@@ -230,17 +270,40 @@ def plot(csv_path, faults_path, png_path):
     right.grid(True, alpha=0.3)
     right.set_title('All runs')
     right.legend(fontsize=7, loc='lower right')
+
+    # Third: each run's p99 and max, the median over the runs and its 95 % bootstrap interval.
+    tails = run_tails(faults)
+    tail_colors = {'log': colors['madvise'], 'mitigate': '#7d3c98', 'defer': colors['defer']}
+    ticks = []
+    for x, (key, label, _, _) in enumerate(TAIL_GROUPS):
+        values = tails.get(key, [])
+        if not values:
+            continue
+        for offset, index, marker in ((-0.15, 1, 'o'), (0.15, 2, '^')):
+            ms = [v[index] / 1000 for v in values]
+            med, lo, hi = lib.bootstrap_median(ms)
+            tails_ax.errorbar(x + offset, med, yerr=[[med - lo], [hi - med]], fmt=marker, color=tail_colors[key],
+                              capsize=4, markersize=7, markerfacecolor='white' if index == 2 else tail_colors[key])
+            tails_ax.scatter([x + offset] * len(ms), ms, color='black', s=5, zorder=3)
+        ticks.append((x, label.replace(', ', ',\n').replace(' (', '\n(')))
+    tails_ax.set_xticks([t for t, _ in ticks], [label for _, label in ticks], fontsize=7)
+    tails_ax.set_yscale('log')
+    tails_ax.yaxis.set_major_formatter(plt.matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:g}'))
+    tails_ax.set_ylabel('ms (log)')
+    tails_ax.set_title('Per run: p99 (filled) and max (open);\nmedian over runs, 95 % bootstrap interval', fontsize=9)
+    tails_ax.grid(True, axis='y', alpha=0.3)
     lib.save_figure(fig, png_path)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--thpd', help='the thpd executable (default: build/src/daemon/thpd)')
-    parser.add_argument('--runs', type=int, default=3, help='runs of each mode (default 3)')
-    parser.add_argument('--seconds', type=float, default=15, help='faulting time per run (default 15)')
+    parser.add_argument('--runs', type=int, default=5, help='runs of each mode (default 5)')
+    parser.add_argument('--seconds', type=float, default=12, help='faulting time per run (default 12)')
     parser.add_argument('--max-mib', type=int, default=3072)
     parser.add_argument('--quick', action='store_true', help='one 8 s run of each mode, output to a scratch dir')
     parser.add_argument('--plot-only', action='store_true', help='redraw the PNG from the CSVs')
+    lib.add_guard_arguments(parser)
     args = parser.parse_args()
     args.interval = 0.2
     if args.quick:

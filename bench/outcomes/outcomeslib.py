@@ -8,6 +8,10 @@ development machines) and starts its workload as a unit of that manager with sys
 thpd applies the policies on the unit's start job as it does in production.
 
 Safety, in this order:
+  * the quiet guard (recording_lock, refuse_if_loaded): a recording (a run without --quick)
+    refuses, with a message and a non-zero exit, while the 1-minute load average is above
+    --max-load (default 0.5) or while another run holds the lock (it does not wait), and checks
+    the load again once it holds the lock; --quick skips the load check and waits for the lock;
   * RealSysLock: every scenario holds /tmp/thpd-real-sys.lock (flock(2), the same lock as
     `flock /tmp/thpd-real-sys.lock CMD`) while it touches /sys or fills memory, and releases it
     between scenarios;
@@ -27,6 +31,7 @@ import fcntl
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -51,6 +56,9 @@ from thpdtest.thp_fragment import meminfo  # noqa: E402,F401  (lib.meminfo for t
 THP = Path('/sys/kernel/mm/transparent_hugepage')
 HUGEPAGES = Path('/sys/kernel/mm/hugepages')
 LOCK_PATH = '/tmp/thpd-real-sys.lock'
+# A recording refuses to start above this 1-minute load average (issue 25: the first figures
+# were taken at load 5-12, and CPU contention, not THP, decided their latency tails).
+LOAD_LIMIT = 0.5
 DOCS = TOP / 'docs'
 DATA = DOCS / 'outcomes'
 
@@ -59,10 +67,12 @@ DATA = DOCS / 'outcomes'
 # The lock and the knobs
 
 class RealSysLock:
-    """flock(2) on /tmp/thpd-real-sys.lock; waits (saying so) while someone else holds it."""
+    """flock(2) on /tmp/thpd-real-sys.lock; waits (saying so) while someone else holds it, or
+    with wait=False exits (status 1, saying who holds it) instead."""
 
-    def __init__(self, path=LOCK_PATH):
+    def __init__(self, path=LOCK_PATH, wait=True):
         self.path = path
+        self.wait = wait
         self.fd = None
 
     def __enter__(self):
@@ -78,6 +88,11 @@ class RealSysLock:
                 os.close(self.fd)
                 self.fd = None
                 return self
+            if not self.wait:
+                os.close(self.fd)
+                self.fd = None
+                sys.exit(f'outcomes: refusing to record: {self.path} is held by PID {holder} (another '
+                         f'real-/sys run or benchmark); run again when it is done')
             log(f'waiting for {self.path} (another real-/sys run holds it)')
             began = time.monotonic()
             fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -100,6 +115,44 @@ class RealSysLock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
+
+
+def load1():
+    """The 1-minute load average."""
+    return float(Path('/proc/loadavg').read_text().split()[0])
+
+
+def add_guard_arguments(parser):
+    """--max-load, the quiet guard's threshold (every recording script has it)."""
+    parser.add_argument('--max-load', type=float, default=LOAD_LIMIT,
+                        help=f'refuse to record above this 1-minute load average (default {LOAD_LIMIT}; '
+                             f'--quick does not check)')
+
+
+def refuse_if_loaded(args, when='before starting'):
+    """Exits (status 1) when this is a recording and the 1-minute load average is above
+    args.max_load; a --quick run only logs the load."""
+    load = load1()
+    if getattr(args, 'quick', False):
+        log(f'--quick: load average {load:.2f} {when}, not checked (a smoke run records nothing)')
+        return
+    if load > args.max_load:
+        sys.exit(f'outcomes: refusing to record: the 1-minute load average is {load:.2f} {when}, above '
+                 f'{args.max_load} (other work would decide the figures). Wait for a quiet machine, '
+                 f'or smoke-test with --quick')
+    log(f'load average {load:.2f} {when} (limit {args.max_load})')
+
+
+@contextlib.contextmanager
+def recording_lock(args):
+    """The real-/sys lock for a run: a recording checks the load, refuses if someone holds the
+    lock, and checks the load again once it has it; --quick waits for the lock, unchecked."""
+    quick = getattr(args, 'quick', False)
+    refuse_if_loaded(args, 'before taking the lock')
+    with RealSysLock(wait=quick):
+        if not quick:
+            refuse_if_loaded(args, 'with the lock held')
+        yield
 
 
 def _ancestors():
@@ -361,6 +414,22 @@ def percentile(samples, p):
     if not ordered:
         return float('nan')
     return ordered[max(0, -(-len(ordered) * p // 100) - 1)]
+
+
+def bootstrap_median(values, resamples=10_000, seed=25, confidence=0.95):
+    """(median, low, high): the median of values and a percentile-bootstrap interval for it
+    (resampling the values with replacement, a fixed seed so the interval is reproducible).
+    With 5 values the interval can only take a few distinct values: read it as coarse."""
+    values = [v for v in values if v == v]
+    if not values:
+        return (float('nan'),) * 3
+    rng = random.Random(seed)
+    n = len(values)
+    medians = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    low = medians[int(tail * resamples)]
+    high = medians[min(resamples - 1, int((1 - tail) * resamples))]
+    return statistics.median(values), low, high
 
 
 def spread(values):

@@ -7,7 +7,8 @@
 (root; build thpd first; needs Debian's postgresql-15 (its binaries in
 /usr/lib/postgresql/15/bin, pgbench among them; no cluster or service of its own is used)
 and python3-matplotlib for the plot; takes the real-/sys lock for the measured runs only.
-About 25 s per run, 5 minutes in all.)
+About 25 s per run, 5 minutes in all. A recording refuses to start above a 1-minute load
+average of --max-load, 0.5, or while another run holds the lock; see outcomeslib.)
 
 Before the lock: initdb of a private cluster (user postgres, trust over a private Unix socket,
 no TCP) with the shipped policy's sizing: shared_buffers=128MB, for which PostgreSQL 15's
@@ -25,7 +26,8 @@ Both units run "thpd-ctl --user await %n" first, then postgres as user postgres 
 Per run: 5 s of "pgbench -S" to warm up, then "pgbench -S -c 8 -j 2 -T --seconds"; 5 s into
 it the page-table memory is read: VmPTE summed over the unit's processes (the server and its
 8 backends) and PageTables in /proc/meminfo. Also recorded: the pool and how much of it the
-server reserved or uses (HugePages_Total/Free/Rsvd). Every knob and pool is restored at exit.
+server reserved or uses (HugePages_Total/Free/Rsvd), and the 1-minute load average before and
+after the run. Every knob and pool is restored at exit.
 
 Written to docs/outcomes/postgresql.csv and postgresql.png; --quick (one short run of each)
 writes to a scratch directory instead.
@@ -95,6 +97,7 @@ def pgbench(sock, seconds, clients=8, threads=2):
 
 def one_run(args, session, mode, index, data, sock, pages):
     unit = UNITS[mode]
+    load_before = lib.load1()
     if mode == 'nopool':
         lib.thpdtest.wait_until(lambda: lib.pool_pages() == 0, 30, 'the pool to be released')
     await_cmd = f'-{args.thpd_ctl} --user await --timeout=10s %n'
@@ -132,6 +135,7 @@ def one_run(args, session, mode, index, data, sock, pages):
             'meminfo_pagetables_kb': sample['pagetables_kb'],
             'hugepages_in_use': sample['huge_used'], 'hugepages_rsvd': sample['huge_rsvd'],
             'cpu_busy_percent_before': args.busy,
+            'load1_before': load_before, 'load1_after': lib.load1(),
         }
         lib.log(f'  run {index} ({mode}, {unit}): pool {pool}, tps {tps:.0f}, latency {latency} ms, '
                 f'VmPTE {sample["vmpte_kb"]} kB over {sample["procs"]} processes, huge pages in use '
@@ -145,12 +149,13 @@ def run(args, csv_path):
     lib.check_root()
     if not (PGBIN / 'postgres').is_file():
         sys.exit(f'{PGBIN}/postgres is missing: apt-get install postgresql-15')
+    lib.refuse_if_loaded(args)
     top = Path(tempfile.mkdtemp(prefix='thpd-outcomes-pg-', dir='/var/tmp'))
     top.chmod(0o755)
     rows = []
     try:
         data, sock, pages = prepare(args, top)
-        with lib.RealSysLock():
+        with lib.recording_lock(args):
             guard = lib.KnobGuard()
             try:
                 args.busy = lib.busy_cpu_percent(1.0)
@@ -194,6 +199,7 @@ def main():
     parser.add_argument('--scale', type=int, default=6, help='pgbench scale (default 6, about 95 MB)')
     parser.add_argument('--quick', action='store_true', help='one 8 s run of each, to a scratch dir')
     parser.add_argument('--plot-only', action='store_true', help='redraw the PNG from the CSV')
+    lib.add_guard_arguments(parser)
     args = parser.parse_args()
     if args.quick:
         args.runs, args.seconds = 1, 8

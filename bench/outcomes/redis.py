@@ -6,7 +6,9 @@
 
 (root; build thpd first; needs Debian's redis-server (apt-get install redis-server; its own
 service need not run) and python3-matplotlib for the plot; takes the real-/sys lock. About
-60 s per run, 6 minutes in all on the development VM.)
+60 s per run, 6 minutes in all on the development VM. A recording refuses to start above a
+1-minute load average of --max-load, 0.5, or while another run holds the lock; see
+outcomeslib.)
 
 thpd runs on the real /sys with the shipped policies and a thpd.conf whose baseline is
 enabled=always defrag=madvise. Each run starts Debian's /usr/bin/redis-server with a config of
@@ -25,7 +27,8 @@ connection, one request in flight, Python) SETs random existing keys and times e
   bgsave2  the same again (the first save's writes split a THP parent's huge pages).
 Per save: latest_fork_usec (INFO stats), the client's p50/p99/max during the save, the child's
 peak Private_Dirty (polled from /proc every 100 ms) and Redis' own "Fork CoW for RDB: current
-N MB" log line, the parent's AnonHugePages before and after. The runs alternate always, thpd,
+N MB" log line, the parent's AnonHugePages before and after, the 1-minute load average before
+and after the run. The runs alternate always, thpd,
 always, ... Every knob and pool is restored at exit.
 
 Written to docs/outcomes/redis.csv and redis.png; --quick (one short run of each, 1M keys)
@@ -187,6 +190,7 @@ def save(client, pid, keys, seconds_before=1.0):
 
 def one_run(args, session, mode, index, workdir):
     unit = UNITS[mode]
+    load_before = lib.load1()
     data = workdir / f'run{index}'
     data.mkdir()
     conf = data / 'redis.conf'
@@ -223,6 +227,9 @@ def one_run(args, session, mode, index, workdir):
             rows.append({**common, 'save': n, **figures})
             (data / 'dump.rdb').unlink(missing_ok=True)
         client.close()
+        load_after = lib.load1()
+        for row in rows:
+            row.update(load1_before=load_before, load1_after=load_after)
         cow = re.findall(r'Fork CoW for RDB: current (\d+) MB', (data / 'redis.log').read_text())
         for row, mb in zip(rows, cow + [''] * 2):
             row['log_cow_current_mib'] = mb
@@ -253,7 +260,7 @@ def run(args, csv_path):
     workdir = Path(tempfile.mkdtemp(prefix='thpd-outcomes-redis-', dir='/var/tmp'))
     rows = []
     try:
-        with lib.RealSysLock():
+        with lib.recording_lock(args):
             guard = lib.KnobGuard()
             try:
                 with lib.Session(args.thpd, CONFIG) as session:
@@ -309,6 +316,7 @@ def main():
     parser.add_argument('--keys', type=int, default=3_000_000, help='keys of 512 bytes (default 3M, about 2 GiB)')
     parser.add_argument('--quick', action='store_true', help='one run of each with 1M keys, to a scratch dir')
     parser.add_argument('--plot-only', action='store_true', help='redraw the PNG from the CSV')
+    lib.add_guard_arguments(parser)
     args = parser.parse_args()
     if args.quick:
         args.runs, args.keys = 1, 1_000_000
