@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
+#include <stdio.h>
+#include <sys/uio.h>
 #include <strings.h>
 
 #include "log.h"
@@ -43,6 +45,25 @@ static bool stderr_is_journal(void) {
         return cached;
 }
 
+/* Writes all of it, resuming after short writes and EINTR; gives up on any other error. */
+static int write_iovec_all(int fd, struct iovec *iov, size_t n) {
+        while (n > 0) {
+                ssize_t w = writev(fd, iov, (int) n);
+
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return w < 0 ? -errno : -EIO;
+                for (; n > 0 && (size_t) w >= iov->iov_len; iov++, n--)
+                        w -= (ssize_t) iov->iov_len;
+                if (n > 0) {
+                        iov->iov_base = (char *) iov->iov_base + w;
+                        iov->iov_len -= (size_t) w;
+                }
+        }
+        return 0;
+}
+
 int log_internal(int level, int error, const char *format, ...) {
         int saved_errno = errno;
         va_list ap;
@@ -51,34 +72,32 @@ int log_internal(int level, int error, const char *format, ...) {
                 error = -error;
 
         if (level <= max_level) {
-                /* One write() of a line formatted here. fprintf() on the unbuffered stderr formats
-                 * through an 8 kB buffer on the stack (glibc's buffered_vfprintf): the deepest
-                 * point of the daemon's stack, whose pages the kernel never takes back. */
-                char line[sizeof "<-2147483648>" + LOG_MESSAGE_MAX];
+                /* One writev() of a line formatted on the heap. fprintf() on the unbuffered stderr
+                 * formats through an 8 kB buffer on the stack (glibc's buffered_vfprintf), and a
+                 * line buffer here cost 2 kB more: the deepest points of the daemon's stack, whose
+                 * pages the kernel never takes back. */
+                char prefix[sizeof "<-2147483648>"] = "";
+                _cleanup_free_ char *message = NULL;
+                struct iovec iov[3];
                 size_t n = 0;
                 int k;
 
                 if (stderr_is_journal())
-                        n = (size_t) snprintf(line, sizeof "<-2147483648>", "<%d>", level);
+                        (void) snprintf(prefix, sizeof prefix, "<%d>", level);
                 /* %m in the format prints the error passed in, not whatever errno holds. */
                 if (error != 0)
                         errno = error;
                 va_start(ap, format);
-                k = vsnprintf(line + n, LOG_MESSAGE_MAX, format, ap);
+                k = vasprintf(&message, format, ap);
                 va_end(ap);
-                if (k > 0)
-                        n += (size_t) k < LOG_MESSAGE_MAX ? (size_t) k : LOG_MESSAGE_MAX - 1;
-                line[n++] = '\n';
-
-                for (size_t done = 0; done < n;) {
-                        ssize_t w = write(STDERR_FILENO, line + done, n - done);
-
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w <= 0)
-                                break;
-                        done += (size_t) w;
+                if (k < 0) {
+                        message = NULL;
+                        k = 0;
                 }
+                iov[n++] = (struct iovec) { prefix, strlen(prefix) };
+                iov[n++] = (struct iovec) { message, (size_t) k < LOG_MESSAGE_MAX ? (size_t) k : LOG_MESSAGE_MAX - 1 };
+                iov[n++] = (struct iovec) { (char *) "\n", 1 };
+                (void) write_iovec_all(STDERR_FILENO, iov, n);
         }
 
         errno = saved_errno;

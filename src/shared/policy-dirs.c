@@ -71,14 +71,17 @@ static bool check_trusted(const char *path, const char *what, const struct stat 
  * must be trusted too. */
 static bool file_is_trusted(const char *path, const struct stat *st, uid_t uid, DiagnosticLevel level,
                             Diagnostics *diag) {
+        /* Resolved on the heap: a PATH_MAX buffer here was the deepest frame of the daemon's
+         * stack, whose pages the kernel never takes back. */
+        _cleanup_free_ char *real = NULL;
         g_autofree char *parent = NULL, *what = NULL;
-        char real[PATH_MAX];
         struct stat parent_st;
 
         if (!check_trusted(path, "file", st, uid, level, diag))
                 return false;
 
-        if (!realpath(path, real)) {
+        real = realpath(path, NULL);
+        if (!real) {
                 diagnostics_add(diag, level, path, 0, "cannot resolve: %s", g_strerror(errno));
                 return false;
         }
