@@ -32,9 +32,10 @@ static void set_state(Isolation *i, IsolationState state, char *note) {
 
 /* A process of the unit that has not reached the command yet: the helper itself before its
  * prctl, or the service manager's child about to exec the helper, which systemd names after the
- * last 8 characters of the binary in parentheses (rename_process_from_path()). */
+ * last 8 characters of the binary in parentheses (rename_process_from_path()) and which, for the
+ * moment between fork() and that rename, still has the manager's own name. */
 static bool is_helper_starting(const char *comm) {
-        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)");
+        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)") || streq(comm, "systemd");
 }
 
 /* Reads THP_enabled of each process in the reply: one that still has THP is enough to say the
