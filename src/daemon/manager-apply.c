@@ -231,7 +231,7 @@ static void observe(Manager *m, Observation *o) {
                 o->current[k] = KNOB_VALUE_UNSET;
                 if (!m->present[k])
                         continue;
-                r = sysfs_read_knob(m->sysfs_root, k, &o->current[k]);
+                r = manager_read_knob(m, k, &o->current[k]);
                 if (r < 0) {
                         log_error_errno(r, "%s: cannot read: %m", knob_name(k));
                         o->current[k] = KNOB_VALUE_UNSET;

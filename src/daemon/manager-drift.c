@@ -229,7 +229,7 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
                 if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE)
                         continue;
                 /* A knob that cannot be read is the next apply's error to report. */
-                if (sysfs_read_knob(m->sysfs_root, k, &found) < 0 || found == m->applied[k])
+                if (manager_read_knob(m, k, &found) < 0 || found == m->applied[k])
                         continue;
                 found_changed(m, events, knob_name(k), knob_held(m, k),
                               g_strdup(knob_value_to_string(k, m->applied[k], a)),

@@ -42,6 +42,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->config_path = g_strdup(options->config_path);
         m->policy_dirs = g_strdupv(options->policy_dirs);
         m->options.sysfs_root = m->sysfs_root;
+        m->thp_dir_fd = -1;
         m->options.procfs_root = m->procfs_root;
         m->options.cgroupfs_root = m->cgroupfs_root;
         m->options.runtime_dir = m->runtime_dir;
@@ -108,6 +109,8 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
         g_array_unref(m->listeners);
+        if (m->thp_dir_fd >= 0)
+                (void) close(m->thp_dir_fd);
         g_free(m->unit_record);
         g_free(m->status);
         g_free(m->metrics_path);
@@ -255,6 +258,10 @@ static int setup_baseline(Manager *m) {
         int r;
 
         sysfs_probe_knobs(m->sysfs_root, m->present);
+        /* Without it (no THP on this kernel) every knob is absent and reads go by path. */
+        r = sysfs_open_thp_dir(m->sysfs_root);
+        if (r >= 0)
+                m->thp_dir_fd = r;
         FOREACH_KNOB(k) {
                 current[k] = KNOB_VALUE_UNSET;
                 if (m->present[k] && sysfs_read_knob(m->sysfs_root, k, &current[k]) < 0)
@@ -363,6 +370,12 @@ int manager_stop(Manager *m, int exit_code) {
                 if (e->listener->stopping)
                         e->listener->stopping(m, e->userdata);
         return exit_code;
+}
+
+int manager_read_knob(const Manager *m, Knob k, KnobValue *ret) {
+        if (m->thp_dir_fd >= 0)
+                return sysfs_read_knob_at(m->thp_dir_fd, k, ret);
+        return sysfs_read_knob(m->sysfs_root, k, ret);
 }
 
 bool manager_knob_resolved(const Manager *m, Knob k) {

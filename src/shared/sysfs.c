@@ -38,30 +38,14 @@ static int wait_readable(int fd, int64_t *deadline) {
         return k == 0 ? -ETIMEDOUT : 0;
 }
 
-int read_small_file(const char *path, char **ret) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
+/* Reads fd to EOF into buf (size bytes, the NUL included): -EFBIG when more would come. */
+static int read_fd_into(int fd, char *buf, size_t size, size_t *ret_len) {
         int64_t deadline = 0;
         size_t n = 0;
-        char *shrunk;
         int r;
 
-        if (!path || !ret)
-                return -EINVAL;
-
-        /* O_NONBLOCK: a FIFO must not hang the daemon in open() until a writer comes. It changes
-         * nothing for a regular file, which every sysfs and procfs attribute is. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-
-        /* st_size is useless here (sysfs says 4096, procfs 0), so read until EOF. */
-        buf = malloc(SMALL_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-
         for (;;) {
-                ssize_t k = read(fd, buf + n, SMALL_FILE_MAX + 1 - n);
+                ssize_t k = read(fd, buf + n, size - n);
 
                 if (k < 0) {
                         if (errno == EINTR)
@@ -81,7 +65,7 @@ int read_small_file(const char *path, char **ret) {
                 if (k == 0)
                         break;
                 n += (size_t) k;
-                if (n > SMALL_FILE_MAX)
+                if (n >= size)
                         return -EFBIG;
         }
 
@@ -89,6 +73,35 @@ int read_small_file(const char *path, char **ret) {
         if (memchr(buf, '\0', n))
                 return -EBADMSG;
         buf[n] = '\0';
+        *ret_len = n;
+        return 0;
+}
+
+/* O_NONBLOCK: a FIFO must not hang the daemon in open() until a writer comes. It changes nothing
+ * for a regular file, which every sysfs and procfs attribute is. */
+#define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
+int read_small_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        char *shrunk;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        fd = open(path, READ_FLAGS);
+        if (fd < 0)
+                return -errno;
+
+        /* st_size is useless here (sysfs says 4096, procfs 0), so read until EOF. */
+        buf = malloc(SMALL_FILE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        r = read_fd_into(fd, buf, SMALL_FILE_MAX + 1, &n);
+        if (r < 0)
+                return r;
 
         shrunk = realloc(buf, n + 1);
         if (shrunk)
@@ -133,24 +146,59 @@ char *sysfs_knob_path(const char *sysfs_root, Knob k) {
         return g_build_filename(sysfs_root, SYSFS_THP_DIR, knob_name(k), NULL);
 }
 
-int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret) {
-        g_autofree char *path = sysfs_knob_path(sysfs_root, k);
-        _cleanup_free_ char *content = NULL;
+/* A knob's text is a line of words or a number; anything longer is not a knob's, and a buffer
+ * this small stays off the heap at every read. */
+#define KNOB_TEXT_MAX 256
+
+static int read_knob_fd(int fd, Knob k, KnobValue *ret) {
+        char text[KNOB_TEXT_MAX];
+        size_t n;
         KnobValue v;
         int r;
 
-        if (!path || !ret)
-                return -EINVAL;
-
-        r = read_small_file(path, &content);
+        r = read_fd_into(fd, text, sizeof text, &n);
+        if (r == -EFBIG)
+                return -EBADMSG;
         if (r < 0)
                 return r;
-        r = knob_value_from_sysfs(k, content, &v);
-        if (r < 0)
+        if (knob_value_from_sysfs(k, text, &v) < 0)
                 return -EBADMSG;
-
         *ret = v;
         return 0;
+}
+
+int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret) {
+        g_autofree char *path = sysfs_knob_path(sysfs_root, k);
+        _cleanup_close_ int fd = -1;
+
+        if (!path || !ret)
+                return -EINVAL;
+        fd = open(path, READ_FLAGS);
+        if (fd < 0)
+                return -errno;
+        return read_knob_fd(fd, k, ret);
+}
+
+int sysfs_open_thp_dir(const char *sysfs_root) {
+        g_autofree char *path = NULL;
+        int fd;
+
+        if (!sysfs_root)
+                return -EINVAL;
+        path = g_build_filename(sysfs_root, SYSFS_THP_DIR, NULL);
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int sysfs_read_knob_at(int thp_dir_fd, Knob k, KnobValue *ret) {
+        _cleanup_close_ int fd = -1;
+
+        if (thp_dir_fd < 0 || !knob_info(k) || !ret)
+                return -EINVAL;
+        fd = openat(thp_dir_fd, knob_name(k), READ_FLAGS);
+        if (fd < 0)
+                return -errno;
+        return read_knob_fd(fd, k, ret);
 }
 
 static bool knob_value_is_valid(Knob k, KnobValue v) {

@@ -21,6 +21,10 @@
 char *sysfs_knob_path(const char *sysfs_root, Knob k);
 
 int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret);
+/* The transparent_hugepage directory as an O_PATH descriptor, and reads relative to it: an apply
+ * reads every knob, and a path from the root costs a walk of a dozen components each time. */
+int sysfs_open_thp_dir(const char *sysfs_root);
+int sysfs_read_knob_at(int thp_dir_fd, Knob k, KnobValue *ret);
 
 /* Writes the bare word or number, then reads back and returns -EIO if the kernel reports
  * something else. */
