@@ -38,8 +38,10 @@ static int wait_readable(int fd, int64_t *deadline) {
         return k == 0 ? -ETIMEDOUT : 0;
 }
 
-/* Reads fd to EOF into buf (size bytes, the NUL included): -EFBIG when more would come. */
-static int read_fd_into(int fd, char *buf, size_t size, size_t *ret_len) {
+/* Reads fd to EOF into buf (size bytes, the NUL included): -EFBIG when more would come. With
+ * short_is_eof, a read that returns less than asked ends the file: true of a sysfs attribute,
+ * which comes whole in one read, and of a regular file, and it saves a read per file. */
+static int read_fd_into(int fd, char *buf, size_t size, bool short_is_eof, size_t *ret_len) {
         int64_t deadline = 0;
         size_t n = 0;
         int r;
@@ -67,6 +69,8 @@ static int read_fd_into(int fd, char *buf, size_t size, size_t *ret_len) {
                 n += (size_t) k;
                 if (n >= size)
                         return -EFBIG;
+                if (short_is_eof)
+                        break;
         }
 
         /* An embedded NUL would silently cut the text short for every parser downstream. */
@@ -99,7 +103,7 @@ int read_small_file(const char *path, char **ret) {
         buf = malloc(SMALL_FILE_MAX + 1);
         if (!buf)
                 return -ENOMEM;
-        r = read_fd_into(fd, buf, SMALL_FILE_MAX + 1, &n);
+        r = read_fd_into(fd, buf, SMALL_FILE_MAX + 1, false, &n);
         if (r < 0)
                 return r;
 
@@ -156,7 +160,7 @@ static int read_knob_fd(int fd, Knob k, KnobValue *ret) {
         KnobValue v;
         int r;
 
-        r = read_fd_into(fd, text, sizeof text, &n);
+        r = read_fd_into(fd, text, sizeof text, true, &n);
         if (r == -EFBIG)
                 return -EBADMSG;
         if (r < 0)
