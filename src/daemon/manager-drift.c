@@ -243,16 +243,16 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
                 const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
                 g_autofree char *item = NULL;
-                PoolState state;
+                uint64_t nr;
                 bool held;
 
-                if (!b || sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
-                    state.nr == p->allocated)
+                if (!b || sysfs_read_pool_pages(m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
+                    nr == p->allocated)
                         continue;
                 held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
                 item = manager_pool_item(p->page_size_kb, p->node);
                 found_changed(m, events, item, held, g_strdup_printf("%" PRIu64, p->allocated),
-                              g_strdup_printf("%" PRIu64, state.nr), writer, job_age, now, now_realtime);
+                              g_strdup_printf("%" PRIu64, nr), writer, job_age, now, now_realtime);
         }
 
         if (events->len == 0)

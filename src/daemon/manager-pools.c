@@ -126,13 +126,14 @@ unsigned manager_apply_pools(Manager *m) {
                                 log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%s)", size, state.nr,
                                          res.allocated, reason);
                         m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
+                        /* What the resize left: read again only when there was one. */
+                        if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
+                                state = (PoolState) {};
                 } else
                         m->pool_owned[bi] = t->requested > 0;
 
-                if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) >= 0) {
-                        status.allocated = state.nr;
-                        status.free = state.free;
-                }
+                status.allocated = state.nr;
+                status.free = state.free;
                 g_array_append_val(m->pools, status);
         }
         return errors;

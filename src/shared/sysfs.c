@@ -398,16 +398,26 @@ int sysfs_parse_pool_number(const char *content, uint64_t *ret) {
 static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int node, const char *file,
                             uint64_t *ret) {
         g_autofree char *path = pool_file_path(sysfs_root, page_size_kb, node, file);
-        _cleanup_free_ char *content = NULL;
+        _cleanup_close_ int fd = -1;
+        char text[64]; /* a count of pages; anything longer is not one */
+        size_t n;
         int r;
 
         if (!path)
                 return -EINVAL;
-
-        r = read_small_file(path, &content);
+        fd = open(path, READ_FLAGS);
+        if (fd < 0)
+                return -errno;
+        r = read_fd_into(fd, text, sizeof text, true, &n);
+        if (r == -EFBIG)
+                return -EBADMSG;
         if (r < 0)
                 return r;
-        return sysfs_parse_pool_number(content, ret);
+        return sysfs_parse_pool_number(text, ret);
+}
+
+int sysfs_read_pool_pages(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret) {
+        return read_pool_number(sysfs_root, page_size_kb, node, "nr_hugepages", ret);
 }
 
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {

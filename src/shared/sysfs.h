@@ -55,6 +55,8 @@ int sysfs_parse_pool_number(const char *content, uint64_t *ret);
 
 /* node is POOL_NODE_ANY for the global pool or a NUMA node number. */
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
+/* Only nr_hugepages: what a check for changes behind thpd's back compares. */
+int sysfs_read_pool_pages(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret);
 
 /* Writes nr_hugepages and reads it back. The kernel reports a partial allocation as success, so
  * the number actually present is returned in ret_pages (which may be below "pages"). */
