@@ -178,12 +178,6 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         const char *name;
         gpointer stops;
 
-        g_hash_table_iter_init(&iter, s->seen_wanted);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(plan->wanted, name)) {
-                        g_hash_table_iter_remove(&iter);
-                        plan->wanted_units_changed = true;
-                }
         /* Updated in place: a burst of starts must not copy every running unit's name anew. */
         g_hash_table_iter_init(&iter, plan->wanted);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops)) {
@@ -194,6 +188,16 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
                 if (!known)
                         plan->wanted_units_changed = true;
+        }
+        /* Holding all wanted units now, it holds others only if it is larger: while units only
+         * start, nothing is looked up twice. */
+        if (g_hash_table_size(s->seen_wanted) > g_hash_table_size(plan->wanted)) {
+                g_hash_table_iter_init(&iter, s->seen_wanted);
+                while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
+                        if (!g_hash_table_contains(plan->wanted, name)) {
+                                g_hash_table_iter_remove(&iter);
+                                plan->wanted_units_changed = true;
+                        }
         }
         g_hash_table_iter_init(&iter, s->needs_restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
