@@ -284,6 +284,9 @@ def one_run(args, session, mode, index, data, sock, pages, workdir):
         if mode == 'thpd' and (pool < pages or sample['huge_used'] == 0):
             lib.log(f'  WARNING: pool {pool} of {pages} pages, {sample["huge_used"]} in use: with a short pool '
                     f'huge_pages=try falls back to 4 KiB pages, and this run measured no pool')
+            for line in session.log().splitlines()[-40:]:
+                if 'hugetlb' in line or 'pool' in line or unit in line:
+                    lib.log(f'    thpd: {line}')
         return row
     finally:
         session.stop_unit(unit)

@@ -58,6 +58,10 @@ void drift_reset(DriftState *s) {
         g_array_set_size(s->conflicts, 0);
 }
 
+bool drift_pool_settling(uint64_t target, uint64_t allocated, uint64_t found) {
+        return target < allocated && found >= target && found < allocated;
+}
+
 const char *drift_attribute(const DriftJob *job, uint64_t found_usec) {
         if (!job || !job->unit || found_usec < job->ended_usec)
                 return NULL;

@@ -80,6 +80,12 @@ void drift_reset(DriftState *s);
  * or one that ended more than DRIFT_ATTRIBUTION_USEC before. */
 const char *drift_attribute(const DriftJob *job, uint64_t found_usec);
 
+/* Whether a pool found at `found` pages, after thpd set `target` and the kernel kept
+ * `allocated`, is only finishing that resize: pages still in use when a pool shrinks stay
+ * (as surplus) until their users exit, and then the kernel frees them without anyone writing
+ * nr_hugepages. Not drift. */
+bool drift_pool_settling(uint64_t target, uint64_t allocated, uint64_t found);
+
 /* What to do about an item found at `found` instead of the value thpd applied. held: a policy,
  * override, storm mitigation or a pinned baseline wants the item's value (or thpd moved it from
  * the baseline), so the change is undone, unless this writer (NULL: unknown) already changed it

@@ -247,7 +247,7 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
                 bool held;
 
                 if (!b || sysfs_read_pool_pages(m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
-                    nr == p->allocated)
+                    nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
                         continue;
                 held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
                 item = manager_pool_item(p->page_size_kb, p->node);

@@ -87,6 +87,20 @@ START_TEST(test_pool_item) {
 END_TEST
 
 /* Limits count per writer and per knob. */
+/* A pool shrunk while its pages were in use keeps them until the users exit; the kernel freeing
+ * them then is the shrink finishing, not a writer. */
+START_TEST(test_pool_settling) {
+        ck_assert(drift_pool_settling(0, 2107, 0));
+        ck_assert(drift_pool_settling(0, 2107, 1000));
+        ck_assert(drift_pool_settling(16, 64, 16));
+        /* Below the target, above what was left, or nothing pending: somebody wrote it. */
+        ck_assert(!drift_pool_settling(16, 64, 8));
+        ck_assert(!drift_pool_settling(0, 2107, 3000));
+        ck_assert(!drift_pool_settling(2107, 2107, 0));
+        ck_assert(!drift_pool_settling(2107, 0, 1000));
+}
+END_TEST
+
 START_TEST(test_limit_per_writer_and_knob) {
         for (unsigned i = 0; i < SETTINGS.max_restores; i++) {
                 ck_assert_int_eq(decide("enabled", true, "a.service", T0 + i), DRIFT_ACTION_RESTORE);
@@ -202,6 +216,7 @@ static Suite *drift_suite(void) {
         tcase_add_test(tc, test_restore_then_conflict);
         tcase_add_test(tc, test_limit_per_writer_and_knob);
         tcase_add_test(tc, test_pool_item);
+        tcase_add_test(tc, test_pool_settling);
         tcase_add_test(tc, test_window);
         tcase_add_test(tc, test_unknown_writer_limited);
         tcase_add_test(tc, test_conflict_yields_to_anyone);
