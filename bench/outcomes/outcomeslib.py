@@ -143,6 +143,18 @@ def refuse_if_loaded(args, when='before starting'):
     log(f'load average {load:.2f} {when} (limit {args.max_load})')
 
 
+def settle_after_own_work(args, what, timeout=300):
+    """A recording's own preparation (building a cluster) raises the load it then checks: wait,
+    saying so, up to timeout seconds for the load to fall back under the limit; the checks of
+    recording_lock() decide after that."""
+    if getattr(args, 'quick', False) or load1() <= args.max_load:
+        return
+    log(f'load average {load1():.2f} after {what}: waiting up to {timeout} s for it to fall under {args.max_load}')
+    deadline = time.monotonic() + timeout
+    while load1() > args.max_load and time.monotonic() < deadline:
+        time.sleep(5)
+
+
 @contextlib.contextmanager
 def recording_lock(args):
     """The real-/sys lock for a run: a recording checks the load, refuses if someone holds the

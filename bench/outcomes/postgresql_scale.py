@@ -298,6 +298,7 @@ def run(args, csv_path):
         sys.exit(f'{PGBIN}/postgres is missing: apt-get install postgresql-15')
     lib.refuse_if_loaded(args)
     data, sock = prepare(args)
+    lib.settle_after_own_work(args, 'building the cluster')
     args.db_mib = size_bytes_of(data) // MIB
     if args.db_mib * MIB > 0.95 * size_bytes(args.shared_buffers):
         sys.exit(f'the database ({args.db_mib} MiB on disk) does not fit in shared_buffers={args.shared_buffers}: '
