@@ -53,13 +53,13 @@ import argparse
 import csv
 import json
 import shutil
-import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import outcomeslib as lib
+from resp import Client
 
 REDIS = '/usr/bin/redis-server'
 PORT = 16379
@@ -89,58 +89,9 @@ DELETE = {
 }
 
 
-class Client:
-    """One RESP connection (requests one at a time)."""
-
-    def __init__(self, timeout=300):
-        self.sock = socket.create_connection(('127.0.0.1', PORT), timeout=timeout)
-        self.buf = b''
-
-    def _line(self):
-        while b'\r\n' not in self.buf:
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError('redis closed the connection')
-            self.buf += data
-        line, self.buf = self.buf.split(b'\r\n', 1)
-        return line
-
-    def _reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b'-':
-            raise RuntimeError(rest.decode())
-        if kind == b'$':
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.sock.recv(65536)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if kind == b'*':
-            return [self._reply() for _ in range(int(rest))]
-        return rest
-
-    def call(self, *args):
-        parts = [f'*{len(args)}\r\n'.encode()]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            parts.append(b'$%d\r\n%s\r\n' % (len(a), a))
-        self.sock.sendall(b''.join(parts))
-        return self._reply()
-
-    def info(self, section):
-        text = self.call('INFO', section).decode()
-        return dict(line.split(':', 1) for line in text.splitlines() if ':' in line)
-
-    def close(self):
-        self.sock.close()
-
-
 def _connect():
     try:
-        client = Client()
+        client = Client(PORT, timeout=300)
         if client.call('PING') == b'PONG':
             return client
     except (OSError, RuntimeError):
