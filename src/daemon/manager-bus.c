@@ -184,9 +184,9 @@ static void announce_changed_properties(Manager *m) {
                 changed[n++] = tracked_properties[i].name;
         }
         d->pending_active_policies = d->pending_needs_restart = false;
-        d->last_announced_usec = now_usec(CLOCK_MONOTONIC);
         if (n == 0)
                 return;
+        d->last_announced_usec = now_usec(CLOCK_MONOTONIC);
         changed[n] = NULL;
         r = sd_bus_emit_properties_changed_strv(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
         if (r < 0)
@@ -199,10 +199,11 @@ static int on_announce_timer(sd_event_source *s, uint64_t usec, void *userdata) 
 }
 
 /* A burst of unit starts changes ActivePolicies at every one, and building it is what costs
- * with hundreds active: within ANNOUNCE_INTERVAL_USEC of the last PropertiesChanged the next
- * one waits for the end of that interval and carries everything changed meanwhile. The first
- * change after a quiet spell goes out at once; knob writes and Applied never wait. A storm
- * event (no report) changes neither flagged property. */
+ * with hundreds active: within ANNOUNCE_INTERVAL_USEC of the last PropertiesChanged, an
+ * apply's waits for the end of that interval and carries everything changed meanwhile. The
+ * first change after a quiet spell goes out at once; knob writes and Applied never wait, nor
+ * does a storm event (no report; it changes neither flagged property), which is rare and whose
+ * phase change watchers want as it happens. */
 static void emit_changed_properties(Manager *m, const ApplyReport *report) {
         BusData *d = m->bus_data;
         uint64_t due = d->last_announced_usec + ANNOUNCE_INTERVAL_USEC;
@@ -212,7 +213,7 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                 d->pending_active_policies |= report->active_policies_changed;
                 d->pending_needs_restart |= report->needs_restart_changed;
         }
-        if (d->last_announced_usec == 0 || now_usec(CLOCK_MONOTONIC) >= due) {
+        if (!report || d->last_announced_usec == 0 || now_usec(CLOCK_MONOTONIC) >= due) {
                 if (d->announce_timer)
                         (void) sd_event_source_set_enabled(d->announce_timer, SD_EVENT_OFF);
                 announce_changed_properties(m);
