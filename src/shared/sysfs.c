@@ -150,19 +150,30 @@ char *sysfs_knob_path(const char *sysfs_root, Knob k) {
         return g_build_filename(sysfs_root, SYSFS_THP_DIR, knob_name(k), NULL);
 }
 
-/* A knob's text is a line of words or a number; anything longer is not a knob's, and a buffer
- * this small stays off the heap at every read. */
+/* Reads one attribute (path relative to dirfd, or AT_FDCWD) into a small buffer on the caller's
+ * stack: a knob's line of words or a page count. Text too long for it is no such value. */
+static int read_attribute_at(int dirfd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        size_t n;
+        int r;
+
+        fd = openat(dirfd, path, READ_FLAGS);
+        if (fd < 0)
+                return -errno;
+        r = read_fd_into(fd, buf, size, true, &n);
+        return r == -EFBIG ? -EBADMSG : r;
+}
+
+/* A knob's text is a line of words or a number; a buffer this small stays off the heap at every
+ * read. */
 #define KNOB_TEXT_MAX 256
 
-static int read_knob_fd(int fd, Knob k, KnobValue *ret) {
+static int read_knob_at(int dirfd, const char *path, Knob k, KnobValue *ret) {
         char text[KNOB_TEXT_MAX];
-        size_t n;
         KnobValue v;
         int r;
 
-        r = read_fd_into(fd, text, sizeof text, true, &n);
-        if (r == -EFBIG)
-                return -EBADMSG;
+        r = read_attribute_at(dirfd, path, text, sizeof text);
         if (r < 0)
                 return r;
         if (knob_value_from_sysfs(k, text, &v) < 0)
@@ -173,14 +184,10 @@ static int read_knob_fd(int fd, Knob k, KnobValue *ret) {
 
 int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret) {
         g_autofree char *path = sysfs_knob_path(sysfs_root, k);
-        _cleanup_close_ int fd = -1;
 
         if (!path || !ret)
                 return -EINVAL;
-        fd = open(path, READ_FLAGS);
-        if (fd < 0)
-                return -errno;
-        return read_knob_fd(fd, k, ret);
+        return read_knob_at(AT_FDCWD, path, k, ret);
 }
 
 int sysfs_open_thp_dir(const char *sysfs_root) {
@@ -195,14 +202,9 @@ int sysfs_open_thp_dir(const char *sysfs_root) {
 }
 
 int sysfs_read_knob_at(int thp_dir_fd, Knob k, KnobValue *ret) {
-        _cleanup_close_ int fd = -1;
-
         if (thp_dir_fd < 0 || !knob_info(k) || !ret)
                 return -EINVAL;
-        fd = openat(thp_dir_fd, knob_name(k), READ_FLAGS);
-        if (fd < 0)
-                return -errno;
-        return read_knob_fd(fd, k, ret);
+        return read_knob_at(thp_dir_fd, knob_name(k), k, ret);
 }
 
 static bool knob_value_is_valid(Knob k, KnobValue v) {
@@ -398,19 +400,12 @@ int sysfs_parse_pool_number(const char *content, uint64_t *ret) {
 static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int node, const char *file,
                             uint64_t *ret) {
         g_autofree char *path = pool_file_path(sysfs_root, page_size_kb, node, file);
-        _cleanup_close_ int fd = -1;
-        char text[64]; /* a count of pages; anything longer is not one */
-        size_t n;
+        char text[64];
         int r;
 
         if (!path)
                 return -EINVAL;
-        fd = open(path, READ_FLAGS);
-        if (fd < 0)
-                return -errno;
-        r = read_fd_into(fd, text, sizeof text, true, &n);
-        if (r == -EFBIG)
-                return -EBADMSG;
+        r = read_attribute_at(AT_FDCWD, path, text, sizeof text);
         if (r < 0)
                 return r;
         return sysfs_parse_pool_number(text, ret);
