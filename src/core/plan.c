@@ -40,6 +40,7 @@ void plan_state_forget_policies(PlanState *s, GPtrArray *policies) {
         PolicyRuntime *rt;
 
         g_hash_table_remove_all(s->live_policies);
+        s->n_active = 0;
         g_hash_table_iter_init(&iter, s->policy_runtime);
         while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
                 if (!have_policy(policies, rt->name)) {
@@ -110,6 +111,9 @@ static void plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, c
  * the grace period; restart hints for units that were running before their policy applied. */
 static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         g_autoptr(GPtrArray) units = g_ptr_array_new();
+        /* PlanUnit*: wanted units new or stopped since the last apply, so that the state is
+         * updated without looking every wanted unit up a second time. */
+        g_autoptr(GPtrArray) changed = g_ptr_array_new();
 
         for (size_t i = 0; i < in->n_candidates; i++) {
                 const PlanCandidate *c = &in->candidates[i];
@@ -124,6 +128,8 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
 
                         g_ptr_array_add(units, (gpointer) u->name);
                         g_hash_table_insert(plan->wanted, (gpointer) u->name, GUINT_TO_POINTER(u->stops + 1));
+                        if (!known || seen != GUINT_TO_POINTER(u->stops + 1))
+                                g_ptr_array_add(changed, (gpointer) u);
                         /* Already running when it first counted: its memory was mapped before
                          * this policy applied. One that stopped since the last apply started
                          * again under it. A service-scoped policy changes no knob: what counts
@@ -176,16 +182,16 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         /* Units no longer wanted start afresh: their next start maps memory under the policy. */
         GHashTableIter iter;
         const char *name;
-        gpointer stops;
 
-        /* Updated in place: a burst of starts must not copy every running unit's name anew. */
-        g_hash_table_iter_init(&iter, plan->wanted);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, &stops)) {
-                gpointer old;
-                bool known = g_hash_table_lookup_extended(s->seen_wanted, name, NULL, &old);
+        /* Updated in place: a burst of starts must not copy every running unit's name anew. A
+         * unit of two policies is in the list twice; the second finds it updated. */
+        for (guint i = 0; i < changed->len; i++) {
+                const PlanUnit *u = g_ptr_array_index(changed, i);
+                gpointer old, stops = GUINT_TO_POINTER(u->stops + 1);
+                bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &old);
 
                 if (!known || old != stops)
-                        g_hash_table_insert(s->seen_wanted, g_strdup(name), stops);
+                        g_hash_table_insert(s->seen_wanted, g_strdup(u->name), stops);
                 if (!known)
                         plan->wanted_units_changed = true;
         }
@@ -271,6 +277,9 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
                 .runtime_changed = TAKE_FLAG(s->forgot_active),
         };
         plan_units(s, in, ret);
+        s->n_active = 0;
+        for (guint i = 0; i < ret->active->len; i++)
+                s->n_active += !g_array_index(ret->active, ActivePolicy, i).pool_only;
         plan_effective_baseline(in->present, in->recorded, in->pinned, ret->baseline);
         r = (ResolveInput) {
                 .baseline = ret->baseline,

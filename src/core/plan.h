@@ -30,6 +30,7 @@ typedef struct PlanState {
         GHashTable *needs_restart;  /* unit -> policy name */
         GHashTable *seen_wanted;    /* units wanted at the last apply -> their stop count + 1 */
         bool forgot_active;         /* a reload dropped an active policy since the last plan */
+        unsigned n_active;          /* live policies active (not only holding a pool) */
 } PlanState;
 
 void plan_state_init(PlanState *s);

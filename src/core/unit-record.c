@@ -31,21 +31,25 @@ int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_r
         return 0;
 }
 
-static GPtrArray *sorted_keys(GHashTable *table) {
-        GPtrArray *keys = g_ptr_array_new();
+/* The keys of table that are not in excluded (NULL: none), sorted. */
+static GPtrArray *sorted_keys(GHashTable *table, GHashTable *excluded) {
+        GPtrArray *keys = g_ptr_array_sized_new(g_hash_table_size(table));
         GHashTableIter iter;
         gpointer key;
 
+        if (excluded && g_hash_table_size(excluded) == 0)
+                excluded = NULL;
         g_hash_table_iter_init(&iter, table);
         while (g_hash_table_iter_next(&iter, &key, NULL))
-                g_ptr_array_add(keys, key);
+                if (!excluded || !g_hash_table_contains(excluded, key))
+                        g_ptr_array_add(keys, key);
         g_ptr_array_sort(keys, compare_strings);
         return keys;
 }
 
-char *unit_record_format(GHashTable *started, GHashTable *needs_restart) {
-        g_autoptr(GPtrArray) names = sorted_keys(started);
-        g_autoptr(GPtrArray) restart = sorted_keys(needs_restart);
+char *unit_record_format(GHashTable *units, GHashTable *needs_restart) {
+        g_autoptr(GPtrArray) names = sorted_keys(units, needs_restart);
+        g_autoptr(GPtrArray) restart = sorted_keys(needs_restart, NULL);
         GString *s = g_string_new(UNIT_RECORD_HEADER);
 
         /* Written at every start of a policy's unit: appends, not printf. */

@@ -162,6 +162,9 @@ static void prune_unit_matches(Manager *m, GHashTable *units) {
  * hundreds of running units this is the bulk of an apply. */
 static GArray *candidate_pairs(Manager *m, GHashTable *units) {
         GArray *pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
+        /* By position: a live policy with a unit's pair needs no pair of its own, and every
+         * pair less is one less to sort. */
+        g_autofree bool *paired = g_new0(bool, MAX(m->policies->len, 1u));
         GHashTableIter iter;
         TrackedUnit *u;
         const Policy *p;
@@ -176,9 +179,13 @@ static GArray *candidate_pairs(Manager *m, GHashTable *units) {
                                 continue;
                         matched = unit_matches(m, u->name);
                         for (guint i = 0; i < matched->len; i++) {
+                                int position;
+
                                 p = g_ptr_array_index(matched, i);
-                                g_array_append_val(pairs, ((CandidatePair) {
-                                        policy_index_position(m->policy_index, p), p, u }));
+                                position = policy_index_position(m->policy_index, p);
+                                if (position >= 0)
+                                        paired[position] = true;
+                                g_array_append_val(pairs, ((CandidatePair) { position, p, u }));
                         }
                 }
         }
@@ -189,8 +196,12 @@ static GArray *candidate_pairs(Manager *m, GHashTable *units) {
                 m->apply_all_policies = false;
         } else {
                 g_hash_table_iter_init(&iter, m->plan.live_policies);
-                while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL))
-                        g_array_append_val(pairs, ((CandidatePair) { policy_index_position(m->policy_index, p), p, NULL }));
+                while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
+                        int position = policy_index_position(m->policy_index, p);
+
+                        if (position < 0 || !paired[position])
+                                g_array_append_val(pairs, ((CandidatePair) { position, p, NULL }));
+                }
         }
         g_array_sort(pairs, compare_pairs);
         return pairs;
@@ -343,19 +354,12 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
  * off to batch a burst: a thpd killed right after a start must still know the unit started
  * under its policy. */
 static void save_unit_record(Manager *m, const Plan *p) {
-        g_autoptr(GHashTable) started = g_hash_table_new(g_str_hash, g_str_equal);
         g_autofree char *text = NULL;
-        GHashTableIter iter;
-        const char *name;
         int r;
 
         if (m->unit_record && !p->wanted_units_changed && !p->restart_hints_changed)
                 return;
-        g_hash_table_iter_init(&iter, m->plan.seen_wanted);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(m->plan.needs_restart, name))
-                        g_hash_table_add(started, (gpointer) name);
-        text = unit_record_format(started, m->plan.needs_restart);
+        text = unit_record_format(m->plan.seen_wanted, m->plan.needs_restart);
         if (streq_ptr(text, m->unit_record))
                 return;
         r = runtime_file_write(m->runtime_dir, UNIT_RECORD_FILE, text);

@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <systemd/sd-daemon.h>
-
 #include "manager-status.h"
 #include "util.h"
 
@@ -8,18 +6,8 @@
 
 static void update_status(Manager *m) {
         g_autoptr(GString) s = g_string_new(NULL);
-        unsigned n_active = 0;
-        GHashTableIter iter;
-        const Policy *p;
+        unsigned n_active = m->plan.n_active;
         char buf[24], buf2[24];
-
-        /* The live set, not the runtime table: that one has an entry for every policy loaded. */
-        g_hash_table_iter_init(&iter, m->plan.live_policies);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
-                const PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
-
-                n_active += rt && rt->active;
-        }
 
         g_string_append_printf(s, "enabled=%s defrag=%s; %u active polic%s",
                                knob_value_to_string(KNOB_ENABLED, m->applied[KNOB_ENABLED], buf),
@@ -38,14 +26,15 @@ static void update_status(Manager *m) {
         if (!streq_ptr(m->status, s->str)) {
                 g_free(m->status);
                 m->status = g_strdup(s->str);
-                (void) sd_notifyf(false, "STATUS=%s", m->status);
+                g_string_prepend(s, "STATUS=");
+                (void) service_notify(m->notifier, s->str);
         }
 }
 
 static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
         update_status(m);
         if (!m->ready_sent && m->units && unit_tracker_is_ready(m->units)) {
-                (void) sd_notify(false, "READY=1");
+                (void) service_notify(m->notifier, "READY=1");
                 m->ready_sent = true;
         }
 }

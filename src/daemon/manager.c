@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <signal.h>
-#include <systemd/sd-daemon.h>
 
 #include "log.h"
 #include "manager-pools.h"
@@ -32,6 +31,13 @@ static void unset_knobs(KnobValue *values) {
 
 int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         Manager *m = g_new0(Manager, 1);
+        int r;
+
+        r = service_notifier_new(&m->notifier);
+        if (r < 0) {
+                g_free(m);
+                return log_error_errno(r, "Cannot open a socket to the service manager: %m");
+        }
 
         m->event = sd_event_ref(event);
         m->options = *options;
@@ -42,7 +48,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->config_path = g_strdup(options->config_path);
         m->policy_dirs = g_strdupv(options->policy_dirs);
         m->options.sysfs_root = m->sysfs_root;
-        m->thp_dir_fd = -1;
+        knob_files_init(&m->knob_files);
         m->options.procfs_root = m->procfs_root;
         m->options.cgroupfs_root = m->cgroupfs_root;
         m->options.runtime_dir = m->runtime_dir;
@@ -109,10 +115,10 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
         g_array_unref(m->listeners);
-        if (m->thp_dir_fd >= 0)
-                (void) close(m->thp_dir_fd);
+        knob_files_close(&m->knob_files);
         g_free(m->unit_record);
         g_free(m->status);
+        service_notifier_free(m->notifier);
         g_free(m->metrics_path);
         g_free(m->metrics_text);
         settings_done(&m->settings);
@@ -259,9 +265,7 @@ static int setup_baseline(Manager *m) {
 
         sysfs_probe_knobs(m->sysfs_root, m->present);
         /* Without it (no THP on this kernel) every knob is absent and reads go by path. */
-        r = sysfs_open_thp_dir(m->sysfs_root);
-        if (r >= 0)
-                m->thp_dir_fd = r;
+        knob_files_open(&m->knob_files, m->sysfs_root);
         FOREACH_KNOB(k) {
                 current[k] = KNOB_VALUE_UNSET;
                 if (m->present[k] && sysfs_read_knob(m->sysfs_root, k, &current[k]) < 0)
@@ -372,10 +376,8 @@ int manager_stop(Manager *m, int exit_code) {
         return exit_code;
 }
 
-int manager_read_knob(const Manager *m, Knob k, KnobValue *ret) {
-        if (m->thp_dir_fd >= 0)
-                return sysfs_read_knob_at(m->thp_dir_fd, k, ret);
-        return sysfs_read_knob(m->sysfs_root, k, ret);
+int manager_read_knob(Manager *m, Knob k, KnobValue *ret) {
+        return knob_files_read(&m->knob_files, m->sysfs_root, k, ret);
 }
 
 bool manager_knob_resolved(const Manager *m, Knob k) {
@@ -556,7 +558,7 @@ int manager_reload(Manager *m) {
         bool old_watch = m->settings.storm_watch;
 
         log_info("Reloading policies and settings.");
-        (void) sd_notify(false, "RELOADING=1");
+        (void) service_notify(m->notifier, "RELOADING=1");
         m->counters.reloads++;
         (void) load_settings(m);
         load_policies(m);
@@ -570,7 +572,7 @@ int manager_reload(Manager *m) {
         if (m->units)
                 (void) unit_tracker_rescan(m->units);
         manager_apply(m);
-        (void) sd_notify(false, "READY=1");
+        (void) service_notify(m->notifier, "READY=1");
         return 0;
 }
 
@@ -581,7 +583,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
-        (void) sd_notify(false, "STOPPING=1");
+        (void) service_notify(m->notifier, "STOPPING=1");
         /* A restart (a package upgrade, "systemctl restart thpd") must not put the running
          * services under the baseline until the next instance is up: that one reuses the
          * baseline record and writes nothing before it has listed the units. */

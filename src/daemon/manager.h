@@ -14,8 +14,10 @@
 #include "policy-dirs.h"
 #include "policy.h"
 #include "resolve.h"
+#include "service-notify.h"
 #include "settings.h"
 #include "storm.h"
+#include "sysfs.h"
 #include "units.h"
 
 /* The daemon's state: the policies, the units that activate them, what the kernel reports, and
@@ -68,7 +70,7 @@ typedef struct Manager {
         UnitTracker *units;
 
         bool present[_KNOB_MAX];       /* knobs this kernel has */
-        int thp_dir_fd;                /* sysfs_open_thp_dir(), or -1 */
+        KnobFiles knob_files;          /* the present knobs' files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
         bool owned[_KNOB_MAX];         /* thpd moved the knob away from the baseline */
         bool pool_owned[RESOLVE_MAX_POOLS]; /* by index into baseline.pools */
@@ -90,6 +92,7 @@ typedef struct Manager {
         bool applied_once;
         unsigned apply_generation;
         char *status;
+        ServiceNotifier *notifier;     /* READY=1, STATUS= to the service manager */
         char *unit_record;             /* as last written to the runtime directory */
 
         DriftState drift;              /* knobs written behind thpd's back (manager-drift.c) */
@@ -175,8 +178,8 @@ int manager_stop(Manager *m, int exit_code);
 bool manager_units_known(const Manager *m);
 /* Whether a tracked unit's change can change what the next apply decides (plan_unit_change_matters()). */
 bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now);
-/* Reads a knob's value, relative to the THP directory when it is open. */
-int manager_read_knob(const Manager *m, Knob k, KnobValue *ret);
+/* Reads a knob's value through its kept file (KnobFiles). */
+int manager_read_knob(Manager *m, Knob k, KnobValue *ret);
 /* Whether the Knobs property and the metrics show a target and source for the knob. */
 bool manager_knob_resolved(const Manager *m, Knob k);
 /* The policies active or holding a pool after a stop (borrowed Policy*), in policy order: with

@@ -17,9 +17,12 @@ static int write_replacing(const char *path, const char *content, bool sync, mod
 
         /* A fresh file, never one that is there already: a symlink planted under the temporary
          * name in a directory others can write must not redirect the write. */
-        if (unlink(tmp) < 0 && errno != ENOENT)
-                return -errno;
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno == EEXIST) {
+                if (unlink(tmp) < 0 && errno != ENOENT)
+                        return -errno;
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        }
         if (fd < 0)
                 return -errno;
         if (exact_mode != 0 && fchmod(fd, exact_mode) < 0)
@@ -46,7 +49,13 @@ fail:;
 
 int runtime_file_write(const char *dir, const char *name, const char *content) {
         g_autofree char *path = g_build_filename(dir, name, NULL);
+        int r;
 
+        /* The directory is there but for the first write (or after an admin removed it): the
+         * unit record is rewritten at every start a policy matches. */
+        r = write_replacing(path, content, true, 0);
+        if (r != -ENOENT)
+                return r;
         if (g_mkdir_with_parents(dir, 0755) < 0)
                 return -errno;
         return write_replacing(path, content, true, 0);

@@ -38,6 +38,15 @@ static int wait_readable(int fd, int64_t *deadline) {
         return k == 0 ? -ETIMEDOUT : 0;
 }
 
+static int terminate_text(char *buf, size_t n, size_t *ret_len) {
+        /* An embedded NUL would silently cut the text short for every parser downstream. */
+        if (memchr(buf, '\0', n))
+                return -EBADMSG;
+        buf[n] = '\0';
+        *ret_len = n;
+        return 0;
+}
+
 /* Reads fd to EOF into buf (size bytes, the NUL included): -EFBIG when more would come. With
  * short_is_eof, a read that returns less than asked ends the file: true of a sysfs attribute,
  * which comes whole in one read, and of a regular file, and it saves a read per file. */
@@ -72,13 +81,7 @@ static int read_fd_into(int fd, char *buf, size_t size, bool short_is_eof, size_
                 if (short_is_eof)
                         break;
         }
-
-        /* An embedded NUL would silently cut the text short for every parser downstream. */
-        if (memchr(buf, '\0', n))
-                return -EBADMSG;
-        buf[n] = '\0';
-        *ret_len = n;
-        return 0;
+        return terminate_text(buf, n, ret_len);
 }
 
 /* O_NONBLOCK: a FIFO must not hang the daemon in open() until a writer comes. It changes nothing
@@ -168,14 +171,9 @@ static int read_attribute_at(int dirfd, const char *path, char *buf, size_t size
  * read. */
 #define KNOB_TEXT_MAX 256
 
-static int read_knob_at(int dirfd, const char *path, Knob k, KnobValue *ret) {
-        char text[KNOB_TEXT_MAX];
+static int parse_knob_text(Knob k, const char *text, KnobValue *ret) {
         KnobValue v;
-        int r;
 
-        r = read_attribute_at(dirfd, path, text, sizeof text);
-        if (r < 0)
-                return r;
         if (knob_value_from_sysfs(k, text, &v) < 0)
                 return -EBADMSG;
         *ret = v;
@@ -184,27 +182,98 @@ static int read_knob_at(int dirfd, const char *path, Knob k, KnobValue *ret) {
 
 int sysfs_read_knob(const char *sysfs_root, Knob k, KnobValue *ret) {
         g_autofree char *path = sysfs_knob_path(sysfs_root, k);
+        char text[KNOB_TEXT_MAX];
+        int r;
 
         if (!path || !ret)
                 return -EINVAL;
-        return read_knob_at(AT_FDCWD, path, k, ret);
+        r = read_attribute_at(AT_FDCWD, path, text, sizeof text);
+        if (r < 0)
+                return r;
+        return parse_knob_text(k, text, ret);
 }
 
-int sysfs_open_thp_dir(const char *sysfs_root) {
+void knob_files_init(KnobFiles *f) {
+        f->dir_fd = -1;
+        FOREACH_KNOB(k)
+                f->fd[k] = -1;
+}
+
+void knob_files_open(KnobFiles *f, const char *sysfs_root) {
         g_autofree char *path = NULL;
-        int fd;
 
+        knob_files_close(f);
         if (!sysfs_root)
-                return -EINVAL;
+                return;
         path = g_build_filename(sysfs_root, SYSFS_THP_DIR, NULL);
-        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        f->dir_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-int sysfs_read_knob_at(int thp_dir_fd, Knob k, KnobValue *ret) {
-        if (thp_dir_fd < 0 || !knob_info(k) || !ret)
+void knob_files_close(KnobFiles *f) {
+        FOREACH_KNOB(k)
+                f->fd[k] = safe_close(f->fd[k]);
+        f->dir_fd = safe_close(f->dir_fd);
+}
+
+/* A kept file whose inode lost its last name (removed, or another file renamed over it) is not
+ * the knob any more. */
+static bool kept_file_is_current(int fd) {
+        struct stat st;
+
+        return fstat(fd, &st) >= 0 && st.st_nlink > 0;
+}
+
+static int read_kept_knob(int fd, Knob k, KnobValue *ret) {
+        char text[KNOB_TEXT_MAX];
+        size_t len;
+        ssize_t n;
+        int r;
+
+        do
+                n = pread(fd, text, sizeof text, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n >= sizeof text)
+                return -EBADMSG;
+        r = terminate_text(text, (size_t) n, &len);
+        if (r < 0)
+                return r;
+        return parse_knob_text(k, text, ret);
+}
+
+int knob_files_read(KnobFiles *f, const char *sysfs_root, Knob k, KnobValue *ret) {
+        struct stat st;
+        int fd, r;
+
+        if (!knob_info(k) || !ret)
                 return -EINVAL;
-        return read_knob_at(thp_dir_fd, knob_name(k), k, ret);
+        if (f->dir_fd < 0)
+                return sysfs_read_knob(sysfs_root, k, ret);
+
+        if (f->fd[k] >= 0 && !kept_file_is_current(f->fd[k]))
+                f->fd[k] = safe_close(f->fd[k]);
+        if (f->fd[k] < 0) {
+                fd = openat(f->dir_fd, knob_name(k), READ_FLAGS);
+                if (fd < 0)
+                        return -errno;
+                if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        _cleanup_close_ int once = fd;
+                        char text[KNOB_TEXT_MAX];
+                        size_t len;
+
+                        r = read_fd_into(once, text, sizeof text, true, &len);
+                        if (r < 0)
+                                return r == -EFBIG ? -EBADMSG : r;
+                        return parse_knob_text(k, text, ret);
+                }
+                f->fd[k] = fd;
+        }
+        r = read_kept_knob(f->fd[k], k, ret);
+        /* Opened afresh next time: the error may be the file's, not the kernel's answer. */
+        if (r < 0)
+                f->fd[k] = safe_close(f->fd[k]);
+        return r;
 }
 
 static bool knob_value_is_valid(Knob k, KnobValue v) {

@@ -275,6 +275,37 @@ START_TEST(test_pool_grace) {
 }
 END_TEST
 
+/* The status line's count: active policies, not those only holding a pool after a stop. */
+START_TEST(test_active_count) {
+        Policy *p = add_policy("postgresql.conf", "never");
+        const Policy *no_pool = add_policy("redis.conf", "never");
+        PlanUnit u = { .name = "postgresql@15-main.service" }, r = { .name = "redis-server.service" };
+        PlanCandidate both[2] = { { .policy = p, .units = &u, .n_units = 1 },
+                                  { .policy = no_pool, .units = &r, .n_units = 1 } };
+
+        p->has_pool = true;
+        p->pool = (PoolRequest) { .page_size_kb = 2048, .node = POOL_NODE_ANY, .pages = 72 };
+        F.pool_grace = GRACE;
+        run(both, 2);
+        ck_assert_uint_eq(F.state.n_active, 2);
+
+        both[1].n_units = 0;
+        run(both, 2);
+        ck_assert_uint_eq(F.state.n_active, 1);
+
+        both[0].n_units = 0;
+        run(both, 2);
+        ck_assert_uint_eq(F.state.n_active, 0);
+        ck_assert(g_hash_table_contains(F.state.live_policies, p));
+
+        both[0].n_units = 1;
+        run(both, 2);
+        ck_assert_uint_eq(F.state.n_active, 1);
+        plan_state_forget_policies(&F.state, F.policies);
+        ck_assert_uint_eq(F.state.n_active, 0);
+}
+END_TEST
+
 static void set_isolation(const char *unit, const Policy *p, unsigned stops, IsolationState state) {
         Isolation *i = g_new0(Isolation, 1);
 
@@ -481,6 +512,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_absent_and_unreadable);
         tcase_add_test(tc, test_restart_hints);
         tcase_add_test(tc, test_pool_grace);
+        tcase_add_test(tc, test_active_count);
         tcase_add_test(tc, test_isolation_checks);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);

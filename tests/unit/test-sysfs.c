@@ -319,6 +319,68 @@ START_TEST(test_fifo_never_blocks) {
 }
 END_TEST
 
+/* Kept open between reads, a knob's file still shows what was written since, and a file removed
+ * or replaced (another renamed over it, a FIFO in its place) is not read through the old one. */
+START_TEST(test_knob_files_kept) {
+        g_autofree char *path = root_path(THP "defrag");
+        g_autofree char *tmp = root_path(THP "defrag.new");
+        KnobFiles f;
+        KnobValue v;
+        int kept;
+
+        test_write_file(root, THP "defrag", "always [madvise] never\n");
+        test_write_file(root, THP "enabled", "always [madvise] never\n");
+        knob_files_init(&f);
+        knob_files_open(&f, root);
+        ck_assert_int_ge(f.dir_fd, 0);
+
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_DEFRAG, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_DEFRAG, "madvise"));
+        kept = f.fd[KNOB_DEFRAG];
+        ck_assert_int_ge(kept, 0);
+
+        /* Rewritten in place, as the kernel's store handler does (test_write_file() renames) */
+        ck_assert_int_eq(write_small_file(path, "always [defer] madvise never\n"), 0);
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_DEFRAG, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_DEFRAG, "defer"));
+        ck_assert_int_eq(f.fd[KNOB_DEFRAG], kept);
+
+        /* Replaced by another file renamed over it */
+        test_write_file(root, THP "defrag.new", "always madvise [never]\n");
+        ck_assert_int_eq(rename(tmp, path), 0);
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_DEFRAG, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_DEFRAG, "never"));
+
+        /* Removed */
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_DEFRAG, &v), -ENOENT);
+        ck_assert_int_eq(f.fd[KNOB_DEFRAG], -1);
+
+        /* A FIFO in its place: read once (EOF, nothing a knob parses) and not kept */
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_DEFRAG, &v), -EBADMSG);
+        ck_assert_int_eq(f.fd[KNOB_DEFRAG], -1);
+
+        /* Text no knob parses: an error, and the file is opened afresh next time */
+        test_write_file(root, THP "enabled", "garbage\n");
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_ENABLED, &v), -EBADMSG);
+        ck_assert_int_eq(f.fd[KNOB_ENABLED], -1);
+        test_write_file(root, THP "enabled", "[always] madvise never\n");
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_ENABLED, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_ENABLED, "always"));
+
+        knob_files_close(&f);
+        ck_assert_int_eq(f.dir_fd, -1);
+        ck_assert_int_eq(f.fd[KNOB_ENABLED], -1);
+        /* Without the directory, reads go by path */
+        knob_files_open(&f, "/nonexistent");
+        ck_assert_int_eq(f.dir_fd, -1);
+        ck_assert_int_eq(knob_files_read(&f, root, KNOB_ENABLED, &v), 0);
+        ck_assert_int_eq(v, value_of(KNOB_ENABLED, "always"));
+        knob_files_close(&f);
+}
+END_TEST
+
 START_TEST(test_small_file_limits) {
         g_autofree char *big = g_malloc(64 * 1024 + 1);
         g_autofree char *path = root_path("big");
@@ -647,6 +709,7 @@ int main(void) {
         tcase_add_test(tc, test_read_back_rerendered);
         tcase_add_test(tc, test_write_errno_comes_from_write);
         tcase_add_test(tc, test_fifo_never_blocks);
+        tcase_add_test(tc, test_knob_files_kept);
         tcase_add_test(tc, test_small_file_limits);
         tcase_add_test(tc, test_probe_partial_tree);
         tcase_add_test(tc, test_hugetlb_sizes);
