@@ -15,16 +15,69 @@ static void policy_runtime_free(gpointer p) {
 void plan_state_init(PlanState *s) {
         *s = (PlanState) {
                 .policy_runtime = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, policy_runtime_free),
+                .runtime_of = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .live_policies = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
                 .seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+                .seen_sorted = g_ptr_array_new(),
         };
+}
+
+/* Where name is in the sorted list, or would go. */
+static guint sorted_position(const GPtrArray *names, const char *name, bool *ret_found) {
+        guint lo = 0, hi = names->len;
+
+        *ret_found = false;
+        while (lo < hi) {
+                guint mid = lo + (hi - lo) / 2;
+                int c = strcmp(g_ptr_array_index(names, mid), name);
+
+                if (c == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* name: the key just added to seen_wanted. */
+static void seen_sorted_add(PlanState *s, char *name) {
+        bool found;
+        guint i = sorted_position(s->seen_sorted, name, &found);
+
+        if (!found)
+                g_ptr_array_insert(s->seen_sorted, (gint) i, name);
+}
+
+/* Before the key is freed. */
+static void seen_sorted_remove(PlanState *s, const char *name) {
+        bool found;
+        guint i = sorted_position(s->seen_sorted, name, &found);
+
+        if (found)
+                g_ptr_array_remove_index(s->seen_sorted, i);
+}
+
+void plan_state_add_seen(PlanState *s, const char *unit) {
+        char *key;
+
+        if (g_hash_table_contains(s->seen_wanted, unit))
+                return;
+        key = g_strdup(unit);
+        g_hash_table_insert(s->seen_wanted, key, GUINT_TO_POINTER(1));
+        seen_sorted_add(s, key);
 }
 
 void plan_state_done(PlanState *s) {
         g_clear_pointer(&s->policy_runtime, g_hash_table_destroy);
+        g_clear_pointer(&s->runtime_of, g_hash_table_destroy);
         g_clear_pointer(&s->live_policies, g_hash_table_destroy);
         g_clear_pointer(&s->needs_restart, g_hash_table_destroy);
+        g_clear_pointer(&s->seen_sorted, g_ptr_array_unref);
         g_clear_pointer(&s->seen_wanted, g_hash_table_destroy);
 }
 
@@ -40,6 +93,7 @@ void plan_state_forget_policies(PlanState *s, GPtrArray *policies) {
         PolicyRuntime *rt;
 
         g_hash_table_remove_all(s->live_policies);
+        g_hash_table_remove_all(s->runtime_of);
         s->n_active = 0;
         g_hash_table_iter_init(&iter, s->policy_runtime);
         while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &rt))
@@ -49,15 +103,21 @@ void plan_state_forget_policies(PlanState *s, GPtrArray *policies) {
                 }
 }
 
+/* By pointer first: every apply looks up every live policy's runtime, and hashing its name each
+ * time was a tenth of a plan. */
 static PolicyRuntime *policy_runtime(PlanState *s, const Policy *p) {
-        PolicyRuntime *r = g_hash_table_lookup(s->policy_runtime, p->name);
+        PolicyRuntime *r = g_hash_table_lookup(s->runtime_of, p);
 
+        if (r)
+                return r;
+        r = g_hash_table_lookup(s->policy_runtime, p->name);
         if (!r) {
                 r = g_new0(PolicyRuntime, 1);
                 r->name = g_strdup(p->name);
                 r->units = g_ptr_array_new_with_free_func(g_free);
                 g_hash_table_insert(s->policy_runtime, r->name, r);
         }
+        g_hash_table_insert(s->runtime_of, (gpointer) p, r);
         return r;
 }
 
@@ -121,7 +181,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 PolicyRuntime *rt = policy_runtime(s, p);
 
                 g_ptr_array_set_size(units, 0);
-                for (size_t j = 0; j < c->n_units; j++) {
+                for (size_t j = 0; !c->settled && j < c->n_units; j++) {
                         const PlanUnit *u = &c->units[j];
                         gpointer seen;
                         bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &seen);
@@ -141,10 +201,12 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
                                 hint_clear(s, plan, u->name);
                 }
-                g_ptr_array_sort(units, compare_strings);
                 /* Active exactly while it has units: this also covers turning (in)active. */
-                if (set_units(rt, units))
-                        plan->runtime_changed = true;
+                if (!c->settled) {
+                        g_ptr_array_sort(units, compare_strings);
+                        if (set_units(rt, units))
+                                plan->runtime_changed = true;
+                }
 
                 if (rt->units->len > 0) {
                         ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
@@ -152,7 +214,8 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         rt->active = true;
                         rt->pool_grace_until = 0;
                         g_array_append_val(plan->active, a);
-                        g_hash_table_add(s->live_policies, (gpointer) p);
+                        if (!c->settled)
+                                g_hash_table_add(s->live_policies, (gpointer) p);
                         continue;
                 }
 
@@ -190,24 +253,40 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 gpointer old, stops = GUINT_TO_POINTER(u->stops + 1);
                 bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &old);
 
-                if (!known || old != stops)
+                if (known && old != stops)
                         g_hash_table_insert(s->seen_wanted, g_strdup(u->name), stops);
-                if (!known)
+                else if (!known) {
+                        char *key = g_strdup(u->name);
+
+                        g_hash_table_insert(s->seen_wanted, key, stops);
+                        seen_sorted_add(s, key);
                         plan->wanted_units_changed = true;
+                }
         }
-        /* Holding all wanted units now, it holds others only if it is larger: while units only
-         * start, nothing is looked up twice. */
-        if (g_hash_table_size(s->seen_wanted) > g_hash_table_size(plan->wanted)) {
+        if (in->changes_only) {
+                /* Only a unit that changed can have stopped being wanted. */
+                for (size_t i = 0; i < in->n_released; i++)
+                        if (g_hash_table_contains(s->seen_wanted, in->released[i])) {
+                                seen_sorted_remove(s, in->released[i]);
+                                g_hash_table_remove(s->seen_wanted, in->released[i]);
+                                plan->wanted_units_changed = true;
+                        }
+        } else if (g_hash_table_size(s->seen_wanted) > g_hash_table_size(plan->wanted)) {
+                /* Holding all wanted units now, it holds others only if it is larger: while
+                 * units only start, nothing is looked up twice. */
                 g_hash_table_iter_init(&iter, s->seen_wanted);
                 while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                         if (!g_hash_table_contains(plan->wanted, name)) {
+                                seen_sorted_remove(s, name);
                                 g_hash_table_iter_remove(&iter);
                                 plan->wanted_units_changed = true;
                         }
         }
+        /* The units seen now are the wanted ones (plan->wanted holds only the changed ones'
+         * when changes_only). */
         g_hash_table_iter_init(&iter, s->needs_restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(plan->wanted, name)) {
+                if (!g_hash_table_contains(s->seen_wanted, name)) {
                         g_hash_table_iter_remove(&iter);
                         plan->restart_hints_changed = true;
                 }

@@ -24,16 +24,22 @@ typedef struct PolicyRuntime {
  * (the unit record) for its next instance. */
 typedef struct PlanState {
         GHashTable *policy_runtime; /* name -> PolicyRuntime* */
+        GHashTable *runtime_of;     /* Policy* -> its PolicyRuntime*, until the policies are replaced */
         /* Policy*: those active or holding a pool after a stop at the last apply; with the
          * wanted units' own policies, all an apply needs to look at. */
         GHashTable *live_policies;
         GHashTable *needs_restart;  /* unit -> policy name */
         GHashTable *seen_wanted;    /* units wanted at the last apply -> their stop count + 1 */
+        /* Its names (the table's keys), sorted: the unit record is written at every start a
+         * policy matches, and sorting every running unit's name each time was most of it. */
+        GPtrArray *seen_sorted;
         bool forgot_active;         /* a reload dropped an active policy since the last plan */
         unsigned n_active;          /* live policies active (not only holding a pool) */
 } PlanState;
 
 void plan_state_init(PlanState *s);
+/* A unit the last instance recorded as wanted (the unit record), before the first plan. */
+void plan_state_add_seen(PlanState *s, const char *unit);
 void plan_state_done(PlanState *s);
 /* A reload replaced the policies: the live set pointed into the old ones, and a policy that is
  * gone is no longer active, whatever its units do. */
@@ -59,12 +65,24 @@ typedef struct PlanCandidate {
         const Policy *policy;
         const PlanUnit *units;
         size_t n_units;
+        /* A live policy none of whose units changed since the last apply: units is not given,
+         * the state's list of them stands. Only for a policy that is not Scope=service, whose
+         * running units are checked at every apply. */
+        bool settled;
 } PlanCandidate;
 
 typedef struct PlanInput {
         /* The policies of the wanted units and those live at the last apply, in policy order. */
         const PlanCandidate *candidates;
         size_t n_candidates;
+        /* Only what changed since the last apply, so that a unit start costs in proportion to
+         * its own policies: the candidates not settled are those of the units that changed
+         * (each with all its wanted units), and released names those of them no longer wanted.
+         * A wanted unit not among the candidates is as at the last apply. Needs units_known,
+         * now and at the last apply. */
+        bool changes_only;
+        const char *const *released;
+        size_t n_released;
         GHashTable *isolation;      /* unit -> Isolation*, what the daemon found; NULL: none */
         bool units_known;           /* the systemd manager listed the units (or is absent) */
         uint64_t now_usec;          /* CLOCK_MONOTONIC */
@@ -113,8 +131,9 @@ typedef struct KnobStep {
 typedef struct Plan {
         GArray *active;           /* ActivePolicy, in policy order; units borrowed from the state */
         GArray *isolation_checks; /* IsolationRequest */
-        /* Unit names wanted now (borrowed from the input); NULL before the unit list, when
-         * what the last instance recorded is kept. */
+        /* Unit names wanted now (borrowed from the input): with changes_only, those of the
+         * candidates not settled; NULL before the unit list, when what the last instance
+         * recorded is kept. All wanted units are PlanState.seen_wanted once it is in. */
         GHashTable *wanted;
         uint64_t next_grace_usec; /* when the first pool grace period ends; 0: none */
         /* What changed, so that publishing and persisting can skip what did not: a policy

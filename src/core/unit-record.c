@@ -31,31 +31,30 @@ int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_r
         return 0;
 }
 
-/* The keys of table that are not in excluded (NULL: none), sorted. */
-static GPtrArray *sorted_keys(GHashTable *table, GHashTable *excluded) {
+static GPtrArray *sorted_keys(GHashTable *table) {
         GPtrArray *keys = g_ptr_array_sized_new(g_hash_table_size(table));
         GHashTableIter iter;
         gpointer key;
 
-        if (excluded && g_hash_table_size(excluded) == 0)
-                excluded = NULL;
         g_hash_table_iter_init(&iter, table);
         while (g_hash_table_iter_next(&iter, &key, NULL))
-                if (!excluded || !g_hash_table_contains(excluded, key))
-                        g_ptr_array_add(keys, key);
+                g_ptr_array_add(keys, key);
         g_ptr_array_sort(keys, compare_strings);
         return keys;
 }
 
-char *unit_record_format(GHashTable *units, GHashTable *needs_restart) {
-        g_autoptr(GPtrArray) names = sorted_keys(units, needs_restart);
-        g_autoptr(GPtrArray) restart = sorted_keys(needs_restart, NULL);
+char *unit_record_format(const GPtrArray *units, GHashTable *needs_restart) {
+        g_autoptr(GPtrArray) restart = sorted_keys(needs_restart);
         GString *s = g_string_new(UNIT_RECORD_HEADER);
 
         /* Written at every start of a policy's unit: appends, not printf. */
-        for (guint i = 0; i < names->len; i++) {
+        for (guint i = 0; i < units->len; i++) {
+                const char *unit = g_ptr_array_index(units, i);
+
+                if (restart->len > 0 && g_hash_table_contains(needs_restart, unit))
+                        continue;
                 g_string_append(s, "started ");
-                g_string_append(s, g_ptr_array_index(names, i));
+                g_string_append(s, unit);
                 g_string_append_c(s, '\n');
         }
         for (guint i = 0; i < restart->len; i++) {

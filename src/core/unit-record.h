@@ -13,7 +13,7 @@
 /* started: set of unit names; needs_restart: unit name -> policy name. Entries are added to
  * the tables given. -EBADMSG for text that is not a unit record. */
 int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart);
-/* units: the wanted units, of which those in needs_restart are recorded as needing a restart and
- * the others as started (so that the caller need not build the difference at every start).
- * Sorted, so that equal sets give equal text. */
-char *unit_record_format(GHashTable *units, GHashTable *needs_restart);
+/* units: the wanted units' names, sorted, of which those in needs_restart are recorded as
+ * needing a restart and the others as started (so that the caller need not build the difference
+ * at every start). Sorted, so that equal sets give equal text. */
+char *unit_record_format(const GPtrArray *units, GHashTable *needs_restart);

@@ -61,6 +61,8 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->policy_index = policy_index_new(m->policies);
         m->unit_matches = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
         m->apply_all_policies = true;
+        m->changed_units = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        m->all_units_changed = true;
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
         plan_state_init(&m->plan);
@@ -106,6 +108,9 @@ Manager *manager_free(Manager *m) {
         policy_index_free(m->policy_index);
         if (m->unit_matches)
                 g_hash_table_destroy(m->unit_matches);
+        g_hash_table_destroy(m->changed_units);
+        if (m->live_pairs)
+                g_array_unref(m->live_pairs);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
@@ -158,6 +163,7 @@ static bool unit_filter(const char *unit, void *userdata) {
 
 static void on_units_changed(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now,
                              bool start_queued, void *userdata) {
+        manager_note_unit_changed(userdata, unit);
         if (unit && !manager_unit_change_matters(userdata, unit, before, now))
                 return;
         if (start_queued)
@@ -247,10 +253,10 @@ static void load_unit_record(Manager *m) {
         /* This instance's tracker counts stops from zero. */
         g_hash_table_iter_init(&iter, started);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                g_hash_table_insert(m->plan.seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
+                plan_state_add_seen(&m->plan, name);
         g_hash_table_iter_init(&iter, restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, (gpointer *) &policy)) {
-                g_hash_table_insert(m->plan.seen_wanted, g_strdup(name), GUINT_TO_POINTER(1));
+                plan_state_add_seen(&m->plan, name);
                 g_hash_table_insert(m->plan.needs_restart, g_strdup(name), g_strdup(policy));
         }
 }
