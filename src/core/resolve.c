@@ -29,16 +29,26 @@ static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_en
         }
 }
 
-static void resolve_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
-        KnobValue best = KNOB_VALUE_UNSET;
-        Source best_source = { .kind = SOURCE_NONE };
-
+/* With the policies' votes in t: the override wins outright, storm mitigation votes last, and
+ * the baseline stands where nobody voted. */
+static void finish_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
         if (in->override && in->override[k] != KNOB_VALUE_UNSET) {
                 t->value[k] = in->override[k];
                 t->source[k] = (Source) { .kind = SOURCE_OVERRIDE };
                 return;
         }
+        if (in->mitigation)
+                vote(k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION }, global_enabled,
+                     &t->value[k], &t->source[k]);
+        if (t->value[k] == KNOB_VALUE_UNSET && in->baseline && in->baseline[k] != KNOB_VALUE_UNSET) {
+                t->value[k] = in->baseline[k];
+                t->source[k] = (Source) { .kind = SOURCE_BASELINE };
+        }
+}
 
+static void resolve_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
+        t->value[k] = KNOB_VALUE_UNSET;
+        t->source[k] = (Source) { .kind = SOURCE_NONE };
         for (size_t i = 0; i < in->n_active; i++) {
                 const ActivePolicy *a = &in->active[i];
 
@@ -46,20 +56,9 @@ static void resolve_knob(const ResolveInput *in, Knob k, KnobValue global_enable
                         continue;
                 vote(k, a->policy->knobs[k],
                      (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
-                     global_enabled, &best, &best_source);
+                     global_enabled, &t->value[k], &t->source[k]);
         }
-
-        if (in->mitigation)
-                vote(k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION }, global_enabled,
-                     &best, &best_source);
-
-        if (best == KNOB_VALUE_UNSET && in->baseline && in->baseline[k] != KNOB_VALUE_UNSET) {
-                best = in->baseline[k];
-                best_source = (Source) { .kind = SOURCE_BASELINE };
-        }
-
-        t->value[k] = best;
-        t->source[k] = best_source;
+        finish_knob(in, k, global_enabled, t);
 }
 
 static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
@@ -79,12 +78,35 @@ static uint64_t add_saturating(uint64_t a, uint64_t b) {
 }
 
 void resolve(const ResolveInput *in, Target *ret) {
+        KnobValue global_enabled;
+
         *ret = (Target) {};
 
         /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
         resolve_knob(in, KNOB_ENABLED, KNOB_VALUE_UNSET, ret);
+        global_enabled = ret->value[KNOB_ENABLED];
+
+        /* The other knobs in one pass over the active policies, each policy's votes read
+         * together rather than a pass per knob: at hundreds of active policies the passes were
+         * most of a resolution. Per knob the votes still come in policy order, so a tie goes to
+         * the same policy. */
+        for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++) {
+                ret->value[k] = KNOB_VALUE_UNSET;
+                ret->source[k] = (Source) { .kind = SOURCE_NONE };
+        }
+        for (size_t i = 0; i < in->n_active; i++) {
+                const ActivePolicy *a = &in->active[i];
+
+                if (a->pool_only)
+                        continue;
+                for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++)
+                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET)
+                                vote(k, a->policy->knobs[k],
+                                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
+                                     global_enabled, &ret->value[k], &ret->source[k]);
+        }
         for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++)
-                resolve_knob(in, k, ret->value[KNOB_ENABLED], ret);
+                finish_knob(in, k, global_enabled, ret);
 
         for (size_t i = 0; i < in->n_pool_baseline; i++) {
                 const PoolBaseline *b = &in->pool_baseline[i];

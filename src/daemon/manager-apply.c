@@ -133,6 +133,10 @@ static GPtrArray *unit_matches(Manager *m, const char *unit) {
         return matched;
 }
 
+bool manager_unit_has_policy(Manager *m, const char *unit) {
+        return unit_matches(m, unit)->len > 0;
+}
+
 void manager_note_unit_changed(Manager *m, const char *unit) {
         if (!unit)
                 m->all_units_changed = true;

@@ -156,9 +156,7 @@ GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
 }
 
 static bool unit_filter(const char *unit, void *userdata) {
-        Manager *m = userdata;
-
-        return policy_index_matches(m->policy_index, unit);
+        return manager_unit_has_policy(userdata, unit);
 }
 
 static void on_units_changed(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now,

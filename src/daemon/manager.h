@@ -185,6 +185,9 @@ int manager_stop(Manager *m, int exit_code);
 bool manager_units_known(const Manager *m);
 /* Whether a tracked unit's change can change what the next apply decides (plan_unit_change_matters()). */
 bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now);
+/* Whether a policy matches the unit's name; remembered per name, as every signal about a unit
+ * asks (globs are matched one by one). */
+bool manager_unit_has_policy(Manager *m, const char *unit);
 /* A unit's view changed (NULL: any unit's may have): the next apply looks at it. */
 void manager_note_unit_changed(Manager *m, const char *unit);
 /* Reads a knob's value through its kept file (KnobFiles). */
