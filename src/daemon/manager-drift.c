@@ -246,7 +246,7 @@ void manager_check_drift(Manager *m, const DriftJob *job) {
                 uint64_t nr;
                 bool held;
 
-                if (!b || sysfs_read_pool_pages(m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
+                if (!b || pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
                     nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
                         continue;
                 held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];

@@ -19,7 +19,7 @@ void manager_record_pool_baselines(Manager *m, Baseline *b) {
 
                 if (baseline_find_pool(b, sizes[i], POOL_NODE_ANY))
                         continue;
-                if (sysfs_read_pool(m->sysfs_root, sizes[i], POOL_NODE_ANY, &state) >= 0)
+                if (pool_files_read(&m->pool_files, m->sysfs_root, sizes[i], POOL_NODE_ANY, &state) >= 0)
                         (void) baseline_set_pool(b, sizes[i], POOL_NODE_ANY, state.nr);
         }
 }
@@ -76,7 +76,7 @@ unsigned manager_apply_pools(Manager *m) {
                 }
                 if (!b) {
                         /* A per-node pool: record its baseline on first use. */
-                        if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) < 0 ||
+                        if (pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0 ||
                             baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) < 0) {
                                 status.shortfall = g_strdup_printf("no %s pool on NUMA node %d", size, t->node);
                                 g_array_append_val(m->pools, status);
@@ -88,7 +88,7 @@ unsigned manager_apply_pools(Manager *m) {
                         status.target = state.nr + t->requested;
                 }
 
-                r = sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state);
+                r = pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state);
                 if (r < 0) {
                         status.shortfall = g_strdup_printf("cannot read the pool: %s", strerror(-r));
                         g_array_append_val(m->pools, status);
@@ -127,7 +127,7 @@ unsigned manager_apply_pools(Manager *m) {
                                          res.allocated, reason);
                         m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
                         /* What the resize left: read again only when there was one. */
-                        if (sysfs_read_pool(m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
+                        if (pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
                                 state = (PoolState) {};
                 } else
                         m->pool_owned[bi] = t->requested > 0;
@@ -149,7 +149,7 @@ int manager_restore_pools(Manager *m) {
                 char size[24];
                 int r;
 
-                if (!m->pool_owned[i] || sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
+                if (!m->pool_owned[i] || pool_files_read(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
                     state.nr == p->pages)
                         continue;
                 r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);

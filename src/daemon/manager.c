@@ -49,6 +49,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->policy_dirs = g_strdupv(options->policy_dirs);
         m->options.sysfs_root = m->sysfs_root;
         knob_files_init(&m->knob_files);
+        pool_files_init(&m->pool_files);
         m->options.procfs_root = m->procfs_root;
         m->options.cgroupfs_root = m->cgroupfs_root;
         m->options.runtime_dir = m->runtime_dir;
@@ -121,6 +122,7 @@ Manager *manager_free(Manager *m) {
         g_hash_table_destroy(m->isolation);
         g_array_unref(m->listeners);
         knob_files_close(&m->knob_files);
+        pool_files_close(&m->pool_files);
         g_free(m->unit_record);
         g_free(m->status);
         service_notifier_free(m->notifier);

@@ -78,6 +78,7 @@ typedef struct Manager {
 
         bool present[_KNOB_MAX];       /* knobs this kernel has */
         KnobFiles knob_files;          /* the present knobs' files, kept open */
+        PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
         bool owned[_KNOB_MAX];         /* thpd moved the knob away from the baseline */
         bool pool_owned[RESOLVE_MAX_POOLS]; /* by index into baseline.pools */

@@ -215,62 +215,62 @@ void knob_files_close(KnobFiles *f) {
         f->dir_fd = safe_close(f->dir_fd);
 }
 
-/* A kept file whose inode lost its last name (removed, or another file renamed over it) is not
- * the knob any more. */
-static bool kept_file_is_current(int fd) {
+/* Closes a kept file whose inode lost its last name (removed, or another file renamed over it):
+ * it is not the attribute any more. */
+static void drop_stale(int *kept) {
         struct stat st;
 
-        return fstat(fd, &st) >= 0 && st.st_nlink > 0;
+        if (*kept >= 0 && (fstat(*kept, &st) < 0 || st.st_nlink == 0))
+                *kept = safe_close(*kept);
 }
 
-static int read_kept_knob(int fd, Knob k, KnobValue *ret) {
-        char text[KNOB_TEXT_MAX];
+/* Reads the attribute into buf through the descriptor kept in *kept (drop_stale() first), or
+ * opens path (relative to dirfd) when there is none. Anything but a regular file is read once
+ * and not kept; after an error the next read opens it afresh (the error may be the file's). */
+static int read_kept_attribute(int *kept, int dirfd, const char *path, char *buf, size_t size) {
+        struct stat st;
         size_t len;
         ssize_t n;
-        int r;
+        int fd;
 
+        if (*kept < 0) {
+                fd = openat(dirfd, path, READ_FLAGS);
+                if (fd < 0)
+                        return -errno;
+                if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        _cleanup_close_ int once = fd;
+                        int r = read_fd_into(once, buf, size, true, &len);
+
+                        return r == -EFBIG ? -EBADMSG : r;
+                }
+                *kept = fd;
+        }
         do
-                n = pread(fd, text, sizeof text, 0);
+                n = pread(*kept, buf, size, 0);
         while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        if ((size_t) n >= sizeof text)
-                return -EBADMSG;
-        r = terminate_text(text, (size_t) n, &len);
-        if (r < 0)
+        if (n < 0 || (size_t) n >= size || terminate_text(buf, (size_t) n, &len) < 0) {
+                int r = n < 0 ? -errno : -EBADMSG;
+
+                *kept = safe_close(*kept);
                 return r;
-        return parse_knob_text(k, text, ret);
+        }
+        return 0;
 }
 
 int knob_files_read(KnobFiles *f, const char *sysfs_root, Knob k, KnobValue *ret) {
-        struct stat st;
-        int fd, r;
+        char text[KNOB_TEXT_MAX];
+        int r;
 
         if (!knob_info(k) || !ret)
                 return -EINVAL;
         if (f->dir_fd < 0)
                 return sysfs_read_knob(sysfs_root, k, ret);
 
-        if (f->fd[k] >= 0 && !kept_file_is_current(f->fd[k]))
-                f->fd[k] = safe_close(f->fd[k]);
-        if (f->fd[k] < 0) {
-                fd = openat(f->dir_fd, knob_name(k), READ_FLAGS);
-                if (fd < 0)
-                        return -errno;
-                if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                        _cleanup_close_ int once = fd;
-                        char text[KNOB_TEXT_MAX];
-                        size_t len;
-
-                        r = read_fd_into(once, text, sizeof text, true, &len);
-                        if (r < 0)
-                                return r == -EFBIG ? -EBADMSG : r;
-                        return parse_knob_text(k, text, ret);
-                }
-                f->fd[k] = fd;
-        }
-        r = read_kept_knob(f->fd[k], k, ret);
-        /* Opened afresh next time: the error may be the file's, not the kernel's answer. */
+        drop_stale(&f->fd[k]);
+        r = read_kept_attribute(&f->fd[k], f->dir_fd, knob_name(k), text, sizeof text);
+        if (r < 0)
+                return r;
+        r = parse_knob_text(k, text, ret);
         if (r < 0)
                 f->fd[k] = safe_close(f->fd[k]);
         return r;
@@ -480,10 +480,6 @@ static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int n
         return sysfs_parse_pool_number(text, ret);
 }
 
-int sysfs_read_pool_pages(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret) {
-        return read_pool_number(sysfs_root, page_size_kb, node, "nr_hugepages", ret);
-}
-
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {
         PoolState s;
         int r;
@@ -503,6 +499,81 @@ int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, Poo
 
         *ret = s;
         return 0;
+}
+
+static const char *const pool_counter_files[_POOL_COUNTER_MAX] = {
+        [POOL_COUNTER_NR] = "nr_hugepages",
+        [POOL_COUNTER_FREE] = "free_hugepages",
+        [POOL_COUNTER_SURPLUS] = "surplus_hugepages",
+};
+
+void pool_files_init(PoolFiles *f) {
+        *f = (PoolFiles) {};
+}
+
+void pool_files_close(PoolFiles *f) {
+        for (size_t i = 0; i < f->n; i++)
+                for (size_t c = 0; c < _POOL_COUNTER_MAX; c++)
+                        f->kept[i].fd[c] = safe_close(f->kept[i].fd[c]);
+        f->n = 0;
+}
+
+static int *pool_counter_fd(PoolFiles *f, uint64_t page_size_kb, int node, PoolCounter c) {
+        for (size_t i = 0; i < f->n; i++)
+                if (f->kept[i].page_size_kb == page_size_kb && f->kept[i].node == node)
+                        return &f->kept[i].fd[c];
+        if (f->n >= POOL_FILES_MAX)
+                return NULL;
+        f->kept[f->n] = (PoolFile) { .page_size_kb = page_size_kb, .node = node };
+        for (size_t i = 0; i < _POOL_COUNTER_MAX; i++)
+                f->kept[f->n].fd[i] = -1;
+        return &f->kept[f->n++].fd[c];
+}
+
+static int pool_files_read_counter(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node,
+                                   PoolCounter c, uint64_t *ret) {
+        g_autofree char *path = NULL;
+        int *kept = pool_counter_fd(f, page_size_kb, node, c);
+        char text[64];
+        int r;
+
+        if (!kept)
+                return read_pool_number(sysfs_root, page_size_kb, node, pool_counter_files[c], ret);
+        /* The path is built only to open the file. */
+        drop_stale(kept);
+        if (*kept < 0) {
+                path = pool_file_path(sysfs_root, page_size_kb, node, pool_counter_files[c]);
+                if (!path)
+                        return -EINVAL;
+        }
+        r = read_kept_attribute(kept, AT_FDCWD, path, text, sizeof text);
+        if (r < 0)
+                return r;
+        r = sysfs_parse_pool_number(text, ret);
+        if (r < 0)
+                *kept = safe_close(*kept);
+        return r;
+}
+
+int pool_files_read(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {
+        PoolState s;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = pool_files_read_counter(f, sysfs_root, page_size_kb, node, POOL_COUNTER_NR, &s.nr);
+        if (r >= 0)
+                r = pool_files_read_counter(f, sysfs_root, page_size_kb, node, POOL_COUNTER_FREE, &s.free);
+        if (r >= 0)
+                r = pool_files_read_counter(f, sysfs_root, page_size_kb, node, POOL_COUNTER_SURPLUS, &s.surplus);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+int pool_files_read_pages(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret) {
+        return pool_files_read_counter(f, sysfs_root, page_size_kb, node, POOL_COUNTER_NR, ret);
 }
 
 int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t pages,

@@ -67,8 +67,35 @@ int sysfs_parse_pool_number(const char *content, uint64_t *ret);
 
 /* node is POOL_NODE_ANY for the global pool or a NUMA node number. */
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
+
+/* The pools' counter files, kept open as the knobs' are (KnobFiles): every apply reads the
+ * counters of every pool, and the drift check nr_hugepages. Pools beyond POOL_FILES_MAX are read
+ * by path. */
+typedef enum PoolCounter {
+        POOL_COUNTER_NR,
+        POOL_COUNTER_FREE,
+        POOL_COUNTER_SURPLUS,
+        _POOL_COUNTER_MAX,
+} PoolCounter;
+
+#define POOL_FILES_MAX 16
+
+typedef struct PoolFile {
+        uint64_t page_size_kb;
+        int node;
+        int fd[_POOL_COUNTER_MAX];
+} PoolFile;
+
+typedef struct PoolFiles {
+        PoolFile kept[POOL_FILES_MAX];
+        size_t n;
+} PoolFiles;
+
+void pool_files_init(PoolFiles *f);
+void pool_files_close(PoolFiles *f);
+int pool_files_read(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
 /* Only nr_hugepages: what a check for changes behind thpd's back compares. */
-int sysfs_read_pool_pages(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret);
+int pool_files_read_pages(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret);
 
 /* Writes nr_hugepages and reads it back. The kernel reports a partial allocation as success, so
  * the number actually present is returned in ret_pages (which may be below "pages"). */

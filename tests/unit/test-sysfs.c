@@ -381,6 +381,58 @@ START_TEST(test_knob_files_kept) {
 }
 END_TEST
 
+/* The pools' counters kept open: a rewrite shows, a removed file is not read through the old
+ * descriptor, and pools beyond those kept are read by path. */
+START_TEST(test_pool_files_kept) {
+        g_autofree char *nr = root_path(POOL_2M "nr_hugepages");
+        PoolFiles f;
+        PoolState s;
+        uint64_t pages;
+
+        test_write_file(root, POOL_2M "nr_hugepages", "8\n");
+        test_write_file(root, POOL_2M "free_hugepages", "6\n");
+        test_write_file(root, POOL_2M "surplus_hugepages", "1\n");
+        pool_files_init(&f);
+        ck_assert_int_eq(pool_files_read(&f, root, 2048, POOL_NODE_ANY, &s), 0);
+        ck_assert_uint_eq(s.nr, 8);
+        ck_assert_uint_eq(s.free, 6);
+        ck_assert_uint_eq(s.surplus, 1);
+        ck_assert_uint_eq(f.n, 1);
+        ck_assert_int_ge(f.kept[0].fd[POOL_COUNTER_NR], 0);
+
+        ck_assert_int_eq(write_small_file(nr, "12\n"), 0);
+        ck_assert_int_eq(pool_files_read_pages(&f, root, 2048, POOL_NODE_ANY, &pages), 0);
+        ck_assert_uint_eq(pages, 12);
+
+        ck_assert_int_eq(unlink(nr), 0);
+        ck_assert_int_eq(pool_files_read_pages(&f, root, 2048, POOL_NODE_ANY, &pages), -ENOENT);
+        test_write_file(root, POOL_2M "nr_hugepages", "garbage\n");
+        ck_assert_int_eq(pool_files_read(&f, root, 2048, POOL_NODE_ANY, &s), -EBADMSG);
+        ck_assert_int_eq(f.kept[0].fd[POOL_COUNTER_NR], -1);
+        test_write_file(root, POOL_2M "nr_hugepages", "4\n");
+        ck_assert_int_eq(pool_files_read(&f, root, 2048, POOL_NODE_ANY, &s), 0);
+        ck_assert_uint_eq(s.nr, 4);
+
+        /* More pools than kept: read by path, still right */
+        for (int node = 0; node < POOL_FILES_MAX; node++) {
+                g_autofree char *dir = g_strdup_printf("devices/system/node/node%d/hugepages/hugepages-2048kB/", node);
+                g_autofree char *n = g_strconcat(dir, "nr_hugepages", NULL);
+                g_autofree char *fr = g_strconcat(dir, "free_hugepages", NULL);
+                g_autofree char *su = g_strconcat(dir, "surplus_hugepages", NULL);
+                g_autofree char *value = g_strdup_printf("%d\n", node + 100);
+
+                test_write_file(root, n, value);
+                test_write_file(root, fr, "0\n");
+                test_write_file(root, su, "0\n");
+                ck_assert_int_eq(pool_files_read(&f, root, 2048, node, &s), 0);
+                ck_assert_uint_eq(s.nr, (uint64_t) node + 100);
+        }
+        ck_assert_uint_eq(f.n, POOL_FILES_MAX);
+        pool_files_close(&f);
+        ck_assert_uint_eq(f.n, 0);
+}
+END_TEST
+
 START_TEST(test_small_file_limits) {
         g_autofree char *big = g_malloc(64 * 1024 + 1);
         g_autofree char *path = root_path("big");
@@ -710,6 +762,7 @@ int main(void) {
         tcase_add_test(tc, test_write_errno_comes_from_write);
         tcase_add_test(tc, test_fifo_never_blocks);
         tcase_add_test(tc, test_knob_files_kept);
+        tcase_add_test(tc, test_pool_files_kept);
         tcase_add_test(tc, test_small_file_limits);
         tcase_add_test(tc, test_probe_partial_tree);
         tcase_add_test(tc, test_hugetlb_sizes);
