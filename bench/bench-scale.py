@@ -31,6 +31,11 @@ Start to knob written
     the scratch enabled file reading never (polled every 0.2 ms); its median and p99.
 
 RSS: thpd's VmRSS after the probes.
+
+Runs
+    With --runs N each row runs N times, each on a fresh stack, and the table gives the median
+    CPU per start with the range of the runs: on a shared VM the same row swings by a fifth
+    from one minute to the next. Latencies are over the probes of all runs; RSS is the largest.
 """
 
 import argparse
@@ -164,7 +169,7 @@ def run_row(args, policies, units):
         rss = rss_kb(thpd.pid)
         return {
             'policies': policies, 'units': units, 'cpu_ms': per_start_ms, 'systemd_s': wall,
-            'median_ms': statistics.median(latencies), 'p99_ms': percentile(latencies, 99), 'rss_kb': rss,
+            'latencies': latencies, 'rss_kb': rss,
         }
     finally:
         if thpd is not None:
@@ -175,6 +180,26 @@ def run_row(args, policies, units):
         subprocess.run(['rm', '-rf', str(tmp), str(runtime)], check=False)
 
 
+def combine(runs):
+    """One row from its runs: the median CPU per start (and the range), latencies over every
+    probe, the largest RSS."""
+    latencies = [x for r in runs for x in r['latencies']]
+    cpu = sorted(r['cpu_ms'] for r in runs)
+    return {
+        'policies': runs[0]['policies'], 'units': runs[0]['units'],
+        'cpu_ms': statistics.median(cpu), 'cpu_min_ms': cpu[0], 'cpu_max_ms': cpu[-1], 'runs': len(runs),
+        'systemd_s': statistics.median(r['systemd_s'] for r in runs),
+        'median_ms': statistics.median(latencies), 'p99_ms': percentile(latencies, 99),
+        'rss_kb': max(r['rss_kb'] for r in runs),
+    }
+
+
+def format_cpu(r):
+    if r['runs'] == 1:
+        return f'{r["cpu_ms"]:.3f} ms'
+    return f'{r["cpu_ms"]:.3f} ms [{r["cpu_min_ms"]:.3f}-{r["cpu_max_ms"]:.3f}]'
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--thpd', required=True, type=Path)
@@ -182,6 +207,7 @@ def main():
                         help=f'POLICIESxUNITS,... (default {DEFAULT_ROWS}); every unit matches one policy, '
                              'at most three per policy; policies beyond the units match none that runs')
     parser.add_argument('--probes', type=int, default=PROBES)
+    parser.add_argument('--runs', type=int, default=1, help='runs per row, each on a fresh stack (default 1)')
     args = parser.parse_args()
 
     reason = thpdtest.stack_unavailable_reason()
@@ -192,19 +218,21 @@ def main():
     load_before = Path('/proc/loadavg').read_text().split()[:3]
     results = []
     for policies, units in rows:
-        try:
-            results.append(run_row(args, policies, units))
-        except ScaleError as error:
-            print(f'{policies} x {units}: {error}', file=sys.stderr)
-            return 1
-        r = results[-1]
-        print(f'{policies} policies x {units} units: {r["cpu_ms"]:.3f} ms CPU per start', file=sys.stderr)
+        runs = []
+        for _ in range(max(args.runs, 1)):
+            try:
+                runs.append(run_row(args, policies, units))
+            except ScaleError as error:
+                print(f'{policies} x {units}: {error}', file=sys.stderr)
+                return 1
+            print(f'{policies} policies x {units} units: {runs[-1]["cpu_ms"]:.3f} ms CPU per start', file=sys.stderr)
+        results.append(combine(runs))
     load_after = Path('/proc/loadavg').read_text().split()[:3]
 
     header = ('policies', 'running matched units', 'thpd CPU per start', 'systemd-run wall',
               'start -> knob written (median / p99)', 'thpd RSS after')
     table = [header] + [
-        (f'{r["policies"]:,}', f'{r["units"]:,}', f'{r["cpu_ms"]:.3f} ms',
+        (f'{r["policies"]:,}', f'{r["units"]:,}', format_cpu(r),
          f'{r["systemd_s"]:.2f} s', f'{r["median_ms"]:.1f} / {r["p99_ms"]:.1f} ms', f'{r["rss_kb"] / 1024:.1f} MiB')
         for r in results]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
@@ -214,7 +242,7 @@ def main():
         if n == 0:
             print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
     print(f'\nload average before {" ".join(load_before)}, after {" ".join(load_after)}; '
-          f'{args.probes} probe starts per row')
+          f'{args.probes} probe starts per run, {max(args.runs, 1)} run(s) per row')
     if len(results) > 1:
         print(f'CPU per start, last row / first row: {results[-1]["cpu_ms"] / results[0]["cpu_ms"]:.2f}x')
     return 0
