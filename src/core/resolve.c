@@ -46,19 +46,27 @@ static void finish_knob(const ResolveInput *in, Knob k, KnobValue global_enabled
         }
 }
 
-static void resolve_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
-        t->value[k] = KNOB_VALUE_UNSET;
-        t->source[k] = (Source) { .kind = SOURCE_NONE };
+/* The active policies' votes for the knobs [first, end) in one pass, each policy's votes read
+ * together rather than a pass per knob (at hundreds of active policies the passes were most of a
+ * resolution); per knob they still come in policy order, so a tie goes to the same policy. */
+static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValue global_enabled, Target *t) {
+        for (Knob k = first; k < end; k++) {
+                t->value[k] = KNOB_VALUE_UNSET;
+                t->source[k] = (Source) { .kind = SOURCE_NONE };
+        }
         for (size_t i = 0; i < in->n_active; i++) {
                 const ActivePolicy *a = &in->active[i];
 
                 if (a->pool_only)
                         continue;
-                vote(k, a->policy->knobs[k],
-                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
-                     global_enabled, &t->value[k], &t->source[k]);
+                for (Knob k = first; k < end; k++)
+                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET)
+                                vote(k, a->policy->knobs[k],
+                                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
+                                     global_enabled, &t->value[k], &t->source[k]);
         }
-        finish_knob(in, k, global_enabled, t);
+        for (Knob k = first; k < end; k++)
+                finish_knob(in, k, global_enabled, t);
 }
 
 static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
@@ -78,35 +86,11 @@ static uint64_t add_saturating(uint64_t a, uint64_t b) {
 }
 
 void resolve(const ResolveInput *in, Target *ret) {
-        KnobValue global_enabled;
-
         *ret = (Target) {};
 
         /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
-        resolve_knob(in, KNOB_ENABLED, KNOB_VALUE_UNSET, ret);
-        global_enabled = ret->value[KNOB_ENABLED];
-
-        /* The other knobs in one pass over the active policies, each policy's votes read
-         * together rather than a pass per knob: at hundreds of active policies the passes were
-         * most of a resolution. Per knob the votes still come in policy order, so a tie goes to
-         * the same policy. */
-        for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++) {
-                ret->value[k] = KNOB_VALUE_UNSET;
-                ret->source[k] = (Source) { .kind = SOURCE_NONE };
-        }
-        for (size_t i = 0; i < in->n_active; i++) {
-                const ActivePolicy *a = &in->active[i];
-
-                if (a->pool_only)
-                        continue;
-                for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++)
-                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET)
-                                vote(k, a->policy->knobs[k],
-                                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
-                                     global_enabled, &ret->value[k], &ret->source[k]);
-        }
-        for (Knob k = KNOB_ENABLED + 1; k < _KNOB_MAX; k++)
-                finish_knob(in, k, global_enabled, ret);
+        resolve_knobs(in, KNOB_ENABLED, KNOB_ENABLED + 1, KNOB_VALUE_UNSET, ret);
+        resolve_knobs(in, KNOB_ENABLED + 1, _KNOB_MAX, ret->value[KNOB_ENABLED], ret);
 
         for (size_t i = 0; i < in->n_pool_baseline; i++) {
                 const PoolBaseline *b = &in->pool_baseline[i];
