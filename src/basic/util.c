@@ -186,6 +186,26 @@ int compare_strings(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+size_t sorted_strings_search(const char *const *sorted, size_t n, const char *name, bool *ret_found) {
+        size_t lo = 0, hi = n;
+
+        *ret_found = false;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(sorted[mid], name);
+
+                if (c == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
 

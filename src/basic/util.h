@@ -69,6 +69,9 @@ uint64_t now_usec(clockid_t clock);
 
 /* For sorting arrays of char* (g_ptr_array_sort(), qsort()): the elements are pointers to them. */
 int compare_strings(const void *a, const void *b);
+/* Where name is in strings sorted by compare_strings(), or where it would go; ret_found says
+ * which. */
+size_t sorted_strings_search(const char *const *sorted, size_t n, const char *name, bool *ret_found);
 
 /* Moves ownership out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                              \

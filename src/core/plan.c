@@ -23,31 +23,15 @@ void plan_state_init(PlanState *s) {
         };
 }
 
-/* Where name is in the sorted list, or would go. */
-static guint sorted_position(const GPtrArray *names, const char *name, bool *ret_found) {
-        guint lo = 0, hi = names->len;
-
-        *ret_found = false;
-        while (lo < hi) {
-                guint mid = lo + (hi - lo) / 2;
-                int c = strcmp(g_ptr_array_index(names, mid), name);
-
-                if (c == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+static guint seen_position(const PlanState *s, const char *name, bool *ret_found) {
+        return sorted_strings_search((const char *const *) s->seen_sorted->pdata, s->seen_sorted->len, name,
+                                     ret_found);
 }
 
 /* name: the key just added to seen_wanted. */
 static void seen_sorted_add(PlanState *s, char *name) {
         bool found;
-        guint i = sorted_position(s->seen_sorted, name, &found);
+        guint i = seen_position(s, name, &found);
 
         if (!found)
                 g_ptr_array_insert(s->seen_sorted, (gint) i, name);
@@ -56,7 +40,7 @@ static void seen_sorted_add(PlanState *s, char *name) {
 /* Before the key is freed. */
 static void seen_sorted_remove(PlanState *s, const char *name) {
         bool found;
-        guint i = sorted_position(s->seen_sorted, name, &found);
+        guint i = seen_position(s, name, &found);
 
         if (found)
                 g_ptr_array_remove_index(s->seen_sorted, i);

@@ -238,23 +238,6 @@ static gint compare_matches(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-static bool sorted_names_contain(const GPtrArray *names, const char *name) {
-        guint lo = 0, hi = names->len;
-
-        while (lo < hi) {
-                guint mid = lo + (hi - lo) / 2;
-                int c = strcmp(g_ptr_array_index(names, mid), name);
-
-                if (c == 0)
-                        return true;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return false;
-}
-
 /* A pair for each unit of the policy wanted now: those the plan holds for it from the last apply
  * and the changed ones given (matches[0..n), all of this policy), as the tracker has them now. A
  * pair without a unit when none is, so that the policy is looked at. */
@@ -270,7 +253,12 @@ static void add_policy_units(Manager *m, GHashTable *units, GArray *pairs, int p
                         g_array_append_val(pairs, ((CandidatePair) { position, p, u, false }));
         }
         for (size_t i = 0; i < n; i++) {
-                if (rt && sorted_names_contain(rt->units, matches[i].unit))
+                bool held = false;
+
+                if (rt)
+                        (void) sorted_strings_search((const char *const *) rt->units->pdata, rt->units->len,
+                                                     matches[i].unit, &held);
+                if (held)
                         continue;
                 u = g_hash_table_lookup(units, matches[i].unit);
                 if (u && tracked_unit_is_wanted(u))

@@ -480,27 +480,6 @@ static int read_pool_number(const char *sysfs_root, uint64_t page_size_kb, int n
         return sysfs_parse_pool_number(text, ret);
 }
 
-int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {
-        PoolState s;
-        int r;
-
-        if (!ret)
-                return -EINVAL;
-
-        r = read_pool_number(sysfs_root, page_size_kb, node, "nr_hugepages", &s.nr);
-        if (r < 0)
-                return r;
-        r = read_pool_number(sysfs_root, page_size_kb, node, "free_hugepages", &s.free);
-        if (r < 0)
-                return r;
-        r = read_pool_number(sysfs_root, page_size_kb, node, "surplus_hugepages", &s.surplus);
-        if (r < 0)
-                return r;
-
-        *ret = s;
-        return 0;
-}
-
 static const char *const pool_counter_files[_POOL_COUNTER_MAX] = {
         [POOL_COUNTER_NR] = "nr_hugepages",
         [POOL_COUNTER_FREE] = "free_hugepages",
@@ -574,6 +553,16 @@ int pool_files_read(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb,
 
 int pool_files_read_pages(PoolFiles *f, const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t *ret) {
         return pool_files_read_counter(f, sysfs_root, page_size_kb, node, POOL_COUNTER_NR, ret);
+}
+
+int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret) {
+        PoolFiles once;
+        int r;
+
+        pool_files_init(&once);
+        r = pool_files_read(&once, sysfs_root, page_size_kb, node, ret);
+        pool_files_close(&once);
+        return r;
 }
 
 int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, uint64_t pages,
