@@ -509,14 +509,7 @@ static void save_unit_record(Manager *m, const Plan *p) {
         m->unit_record = TAKE_PTR(text);
 }
 
-static void persist(Manager *m, const Plan *p, bool baseline_changed) {
-        int r;
-
-        if (baseline_changed) {
-                r = baseline_save(m->runtime_dir, &m->baseline);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot update the baseline record: %m");
-        }
+static void persist(Manager *m, const Plan *p) {
         /* Before the first unit list the record of the last instance stands. */
         if (manager_units_known(m))
                 save_unit_record(m, p);
@@ -588,10 +581,13 @@ void manager_apply(Manager *m) {
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 
         m->last_apply_errors = actuate_knobs(m, &p, changes, &baseline_changed);
+        /* Recorded at once, as the pools record what they follow (manager-pools.c). */
+        if (baseline_changed)
+                manager_save_baseline(m);
         if (manager_units_known(m))
                 m->last_apply_errors += manager_apply_pools(m);
         arm_grace_timer(m, p.next_grace_usec);
-        persist(m, &p, baseline_changed);
+        persist(m, &p);
         m->applied_once = true;
         m->apply_generation++;
         publish(m, &p, changes);

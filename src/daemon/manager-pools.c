@@ -82,7 +82,7 @@ unsigned manager_apply_pools(Manager *m) {
                                 g_array_append_val(m->pools, status);
                                 continue;
                         }
-                        (void) baseline_save(m->runtime_dir, &m->baseline);
+                        manager_save_baseline(m);
                         b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
                         bi = (size_t) (b - m->baseline.pools);
                         status.target = state.nr + t->requested;
@@ -98,8 +98,8 @@ unsigned manager_apply_pools(Manager *m) {
 
                 if (t->requested == 0 && !m->pool_owned[bi]) {
                         /* Not ours: follow the admin, as with knobs. */
-                        if (state.nr != b->pages)
-                                (void) baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr);
+                        if (state.nr != b->pages && baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) >= 0)
+                                manager_save_baseline(m);
                         status.target = state.nr;
                 } else if (state.nr != status.target && (conflict = drift_conflict(&m->drift, item))) {
                         /* Resizing it back would only start another round of a fight thpd gave

@@ -320,6 +320,15 @@ static int setup_baseline(Manager *m) {
         return 0;
 }
 
+void manager_save_baseline(Manager *m) {
+        int r;
+
+        r = baseline_save(m->runtime_dir, &m->baseline);
+        if (r < 0)
+                log_warning_errno(r, "Cannot update the baseline record in %s (%m): a crash would lose the change.",
+                                  m->runtime_dir);
+}
+
 /* Values thpd.conf pins are part of the baseline and enforced even with no policy active. */
 void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
         plan_effective_baseline(m->present, m->baseline.knobs, m->settings.baseline, out);

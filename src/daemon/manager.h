@@ -214,3 +214,6 @@ char *manager_knob_reason(const Manager *m, Knob k);
 /* What "no vote" resolves to per knob: the recorded kernel value, or the one thpd.conf pins;
  * UNSET for knobs this kernel lacks. */
 void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]);
+/* Records m->baseline in the runtime directory. Called as soon as the baseline changes, before
+ * thpd acts on the new value: a thpd killed in between would put the old value back. */
+void manager_save_baseline(Manager *m);

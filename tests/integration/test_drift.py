@@ -13,7 +13,9 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
 - a write from outside any unit is found at the next status call, restored before the answer,
   and reported as by an unknown writer;
 - a hugetlb pool a policy sizes, shrunk by a oneshot unit: resized and the unit credited; after
-  MaxRestores= a conflict, the pool left as that unit set it until a reload.
+  MaxRestores= a conflict, the pool left as that unit set it until a reload;
+- a pool no unit holds, sized by the admin: followed, and still the admin's after thpd is killed
+  with SIGKILL, started again, and a policy's unit has grown and released it (issue 37).
 
 Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
 samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
@@ -279,6 +281,34 @@ class DriftTest(ThpdTestCase):
         self.wait_pool(16)
         self.assertEqual(self.metric('thpd_knob_drift_total',
                                      '{knob="hugepages-2048kB/nr_hugepages",writer="thpd-test-pool-writer.service"}'), 2)
+
+    def test_7_followed_pool_survives_sigkill(self):
+        """The admin sizes a pool that no running unit holds: thpd follows, and the baseline
+        record says so before anything relies on it, so that a thpd killed and started again
+        puts the admin's 10 pages back once a policy's unit has come and gone."""
+        self.write_config('PoolGracePeriod=1s\n')
+        self.write_policy('50-pg.conf', '[Policy]\nUnits=pg-app.service\n[HugeTLB]\nPageSize=2M\nPages=72\n')
+        first = self.start_with_app()
+        self.assertEqual(self.kernel.read_pool(), 0)
+
+        self.kernel.pool_path().write_text('10\n')
+        self.start_unit('thpd-test-other.service', '/bin/true', properties=('Type=oneshot',))
+        first.wait_log(r'hugepages-2048kB/nr_hugepages: found 10 instead of 0, .*no policy holds it; '
+                       r'taking it as the baseline', timeout=DEADLINE)
+        self.assertIn('2M  10/10 pages', self.ctl('status'))
+        record = (self.runtime_dir / 'baseline').read_text()
+        self.assertRegex(record, r'(?m)^pool 2048 -1 10$', f'the baseline record:\n{record}')
+
+        first.kill()
+        second = self.start_thpd()
+        self.assertEqual(self.kernel.read_pool(), 10)
+        # A policy's pages come on top of the baseline (thpd.policy(5)).
+        self.start_unit('pg-app.service')
+        self.wait_pool(82)
+        self.stop_unit('pg-app.service')
+        self.wait_pool(10)
+        second.stop()
+        self.assertEqual(self.kernel.read_pool(), 10)
 
 
 if __name__ == '__main__':
