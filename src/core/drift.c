@@ -31,6 +31,7 @@ void drift_event_clear(DriftEvent *e) {
         g_clear_pointer(&e->expected, g_free);
         g_clear_pointer(&e->found, g_free);
         g_clear_pointer(&e->writer, g_free);
+        g_clear_pointer(&e->writer_detail, g_free);
 }
 
 static void event_clear(gpointer p) {
@@ -62,10 +63,25 @@ bool drift_pool_settling(uint64_t target, uint64_t allocated, uint64_t found) {
         return target < allocated && found >= target && found < allocated;
 }
 
-const char *drift_attribute(const DriftJob *job, uint64_t found_usec) {
-        if (!job || !job->unit || found_usec < job->ended_usec)
-                return NULL;
-        return found_usec - job->ended_usec <= DRIFT_ATTRIBUTION_USEC ? job->unit : NULL;
+const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftCredit *ret_credit,
+                            uint64_t *ret_job_age_usec) {
+        const DriftJob *ended = cause->ended;
+
+        if (cause->running && cause->running->unit) {
+                *ret_credit = DRIFT_CREDIT_JOB_RUNNING;
+                *ret_job_age_usec = 0;
+                return cause->running->unit;
+        }
+        if (ended && ended->unit && found_usec >= ended->usec &&
+            (cause->write_usec > 0 ? ended->usec >= cause->write_usec
+                                   : found_usec - ended->usec <= DRIFT_ATTRIBUTION_USEC)) {
+                *ret_credit = DRIFT_CREDIT_JOB_ENDED;
+                *ret_job_age_usec = found_usec - ended->usec;
+                return ended->unit;
+        }
+        *ret_credit = DRIFT_CREDIT_NONE;
+        *ret_job_age_usec = 0;
+        return NULL;
 }
 
 /* The unknown writer is counted too: thpd must not fight anyone without end. */
@@ -126,6 +142,29 @@ DriftAction drift_decide(DriftState *s, const DriftSettings *settings, const cha
         }
         g_array_append_val(times, now_usec);
         return DRIFT_ACTION_RESTORE;
+}
+
+GPtrArray *drift_credit_announced(DriftState *s, const char *writer, const char *detail,
+                                  uint64_t since_realtime_usec) {
+        GPtrArray *credited = g_ptr_array_new_with_free_func(g_free);
+
+        for (guint i = 0; i < s->recent->len; i++) {
+                DriftEvent *e = &g_array_index(s->recent, DriftEvent, i);
+                if (e->credit != DRIFT_CREDIT_NONE || e->when_usec < since_realtime_usec)
+                        continue;
+                e->writer = g_strdup(writer);
+                e->writer_detail = g_strdup(detail);
+                e->credit = DRIFT_CREDIT_ANNOUNCED;
+                g_ptr_array_add(credited, g_strdup(e->item));
+
+                if (e->action == DRIFT_ACTION_YIELD) {
+                        DriftConflict *c = find_conflict(s, e->item);
+
+                        if (c && !c->writer)
+                                c->writer = g_strdup(writer);
+                }
+        }
+        return credited;
 }
 
 void drift_record(DriftState *s, DriftEvent *event) {
@@ -190,11 +229,19 @@ bool drift_writer_state(DriftState *s, const char *unit, bool running) {
         return true;
 }
 
-char *drift_describe_writer(const char *writer, uint64_t job_age_usec) {
-        if (!writer)
+char *drift_describe_writer(const DriftEvent *e) {
+        switch (e->writer ? e->credit : DRIFT_CREDIT_NONE) {
+        case DRIFT_CREDIT_ANNOUNCED:
+                return e->writer_detail ? g_strdup_printf("written by %s (%s)", e->writer, e->writer_detail)
+                                        : g_strdup_printf("written by %s", e->writer);
+        case DRIFT_CREDIT_JOB_RUNNING:
+                return g_strdup_printf("likely written by %s (its job was running)", e->writer);
+        case DRIFT_CREDIT_JOB_ENDED:
+                return g_strdup_printf("likely written by %s (its job finished %" PRIu64 " ms before)", e->writer,
+                                       e->job_age_usec / USEC_PER_MSEC);
+        default:
                 return g_strdup("unknown writer");
-        return g_strdup_printf("likely written by %s (its job finished %" PRIu64 " ms before)", writer,
-                               job_age_usec / USEC_PER_MSEC);
+        }
 }
 
 char *drift_describe_conflict(const DriftConflict *c) {

@@ -8,9 +8,10 @@
 #include "knob.h"
 
 /* Knobs and hugetlb pools written behind thpd's back (TuneD's vm plugin, sysfsutils, an admin's
- * oneshot unit): who likely wrote them, and whether thpd restores its value, adopts the new one
- * as the baseline, or stops fighting a writer that keeps rewriting it. No I/O: the daemon reads
- * them when a unit's job ends or before answering a status call, and hands this what it found.
+ * oneshot unit or shell): who likely wrote them, and whether thpd restores its value, adopts the
+ * new one as the baseline, or stops fighting a writer that keeps rewriting it. No I/O: the daemon
+ * sees the write (inotify), or finds the change when a unit's job ends or a status call reads,
+ * and hands this what it found.
  * An item is named as the file below /sys/kernel/mm/ that users know: a knob by its name
  * ("enabled", "khugepaged/defrag"), a pool as "hugepages-2048kB/nr_hugepages" (with "nodeN/"
  * in front for one NUMA node); values are text, as the kernel shows them. */
@@ -21,6 +22,10 @@
  * reads the knobs as soon as the signal comes, so this only bounds a slow event loop; a change
  * found later may have been made by anyone. */
 #define DRIFT_ATTRIBUTION_USEC (2 * UINT64_C(1000000))
+/* A writer that announces its change once it is done (TuneD's profile_changed comes after the
+ * whole profile is applied, which takes seconds with some plugins) is credited with the changes
+ * nobody could be named for this long before the announcement. */
+#define DRIFT_ANNOUNCE_USEC (10 * UINT64_C(1000000))
 /* How many drift events "thpd-ctl status" and the RecentDrift property list. */
 #define DRIFT_RECENT_MAX 8U
 
@@ -29,11 +34,27 @@ typedef struct DriftSettings {
         uint64_t restore_window_usec;
 } DriftSettings;
 
-/* A unit's job that ended, as the systemd manager signalled it. */
+/* A unit's job, as the systemd manager signalled it. */
 typedef struct DriftJob {
         const char *unit;
-        uint64_t ended_usec; /* CLOCK_MONOTONIC, when the signal came */
+        uint64_t usec; /* CLOCK_MONOTONIC, when JobNew (running) or JobRemoved (ended) came */
 } DriftJob;
+
+/* What the daemon knew when it found an item changed. */
+typedef struct DriftCause {
+        const DriftJob *running; /* the job started last of those still running, or NULL */
+        const DriftJob *ended;   /* the job that ended last, or NULL */
+        uint64_t write_usec;     /* CLOCK_MONOTONIC, when the write was seen; 0: only found later */
+} DriftCause;
+
+/* How a writer was named, best first. */
+typedef enum DriftCredit {
+        DRIFT_CREDIT_NONE,        /* unknown writer */
+        DRIFT_CREDIT_ANNOUNCED,   /* the writer said so itself (TuneD's profile_changed) */
+        DRIFT_CREDIT_JOB_RUNNING, /* a unit whose job was running when the write came */
+        DRIFT_CREDIT_JOB_ENDED,   /* a unit whose job ended just before the change was found */
+        _DRIFT_CREDIT_MAX,
+} DriftCredit;
 
 typedef enum DriftAction {
         DRIFT_ACTION_RESTORE, /* a source holds the knob: thpd writes its value back */
@@ -49,9 +70,13 @@ typedef struct DriftEvent {
         char *expected;       /* what thpd had applied */
         char *found;
         char *writer;         /* the unit credited with the change; NULL: unknown writer */
-        uint64_t job_age_usec;/* with a writer: how long before the change was found its job ended */
+        char *writer_detail;  /* what the writer said of it ("profile hpc-compute"), or NULL */
+        DriftCredit credit;
+        uint64_t job_age_usec;/* DRIFT_CREDIT_JOB_ENDED: how long before the change was found its job ended */
         DriftAction action;
-        uint64_t when_usec;   /* CLOCK_REALTIME, for people */
+        uint64_t when_usec;   /* CLOCK_REALTIME, when found, for people */
+        uint64_t written_usec;/* CLOCK_REALTIME, when the write was seen; 0: only found later */
+        uint64_t wrong_usec;  /* restored: from the write seen (or found) to the restore */
 } DriftEvent;
 
 /* A writer thpd stopped fighting over an item. */
@@ -76,9 +101,22 @@ void drift_state_done(DriftState *s);
 /* A reload: every writer gets a fresh start. */
 void drift_reset(DriftState *s);
 
-/* The unit whose job ended just before the change was found, or NULL (unknown writer): no job,
- * or one that ended more than DRIFT_ATTRIBUTION_USEC before. */
-const char *drift_attribute(const DriftJob *job, uint64_t found_usec);
+/* The unit to credit with a change found at found_usec (CLOCK_MONOTONIC), or NULL (unknown
+ * writer). A job still running when the change is found wrote it likely; a job that ended
+ * after the write was seen was running when it came. A change only found later (at a job end
+ * or a status call) goes to a job that ended at most DRIFT_ATTRIBUTION_USEC before. Sets
+ * *ret_credit, and *ret_job_age_usec for a job that ended. */
+const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftCredit *ret_credit,
+                            uint64_t *ret_job_age_usec);
+
+/* A writer announced a change it made (TuneD: "tuned.service", "profile hpc-compute"): the
+ * recent events found since since_realtime_usec that name nobody are its, and so is a conflict
+ * with the unknown writer on their items (which then ends when that writer stops). Restores
+ * stay counted for the unknown writer, as they were decided: a writer that keeps switching
+ * meets MaxRestores= there. Returns the items it credited (for the daemon's counts), oldest
+ * first. */
+GPtrArray *drift_credit_announced(DriftState *s, const char *writer, const char *detail,
+                                  uint64_t since_realtime_usec);
 
 /* Whether a pool found at `found` pages, after thpd set `target` and the kernel kept
  * `allocated`, is only finishing that resize: pages still in use when a pool shrinks stay
@@ -109,7 +147,9 @@ bool drift_has_writer(const DriftState *s, const char *unit);
  * whether a conflict went, which the daemon answers with an apply. */
 bool drift_writer_state(DriftState *s, const char *unit, bool running);
 
-/* "likely written by tuned.service (its job finished 12 ms before)" or "unknown writer". */
-char *drift_describe_writer(const char *writer, uint64_t job_age_usec);
+/* "written by tuned.service (profile hpc-compute)", "likely written by backup.service (its job
+ * was running)", "likely written by tuned.service (its job finished 12 ms before)" or "unknown
+ * writer". */
+char *drift_describe_writer(const DriftEvent *e);
 /* "tuned.service keeps setting enabled=never: thpd no longer restores it". */
 char *drift_describe_conflict(const DriftConflict *c);

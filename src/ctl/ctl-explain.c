@@ -142,15 +142,16 @@ static void print_drift(CtlOutput *out, const CtlProperties *props, const char *
         }
         for (guint i = 0; i < props->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(props->recent_drift, CtlDrift, i);
+                g_autofree char *action = NULL;
 
                 if (only_knob && !streq(d->knob, only_knob))
                         continue;
+                action = ctl_drift_action(d);
                 if (!header)
                         ctl_printf(out, "\n%sChanged behind thpd's back%s (the last ones):\n", ctl_color(CTL_COLOR_BOLD),
                                    ctl_color(CTL_COLOR_NORMAL));
                 header = true;
-                ctl_printf(out, "    %s=%s instead of %s, %s%s; %s\n", d->knob, d->found, d->expected,
-                           d->writer[0] ? "likely " : "unknown writer", d->writer, d->action);
+                ctl_printf(out, "    %s=%s instead of %s, %s; %s\n", d->knob, d->found, d->expected, d->who, action);
         }
 }
 

@@ -323,6 +323,7 @@ static void drift_clear(gpointer p) {
         g_free(d->found);
         g_free(d->writer);
         g_free(d->action);
+        g_free(d->who);
 }
 
 static int read_drift_conflicts(sd_bus_message *m, GArray *conflicts) {
@@ -346,18 +347,26 @@ static int read_drift_conflicts(sd_bus_message *m, GArray *conflicts) {
         return sd_bus_message_exit_container(m);
 }
 
+char *ctl_drift_action(const CtlDrift *d) {
+        if (d->wrong_usec == 0)
+                return g_strdup(d->action);
+        return g_strdup_printf("%s after %" PRIu64 " ms", d->action, d->wrong_usec / 1000);
+}
+
 static int read_recent_drift(sd_bus_message *m, GArray *drift) {
-        const char *knob, *expected, *found, *writer, *action;
-        uint64_t age, when;
+        const char *knob, *expected, *found, *writer, *action, *who;
+        uint64_t when, written, wrong;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(ssssstt)");
+        r = sd_bus_message_enter_container(m, 'a', "(sssssttts)");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_read(m, "(ssssstt)", &knob, &expected, &found, &writer, &action, &age, &when)) > 0) {
+        while ((r = sd_bus_message_read(m, "(sssssttts)", &knob, &expected, &found, &writer, &action, &when, &written,
+                                        &wrong, &who)) > 0) {
                 CtlDrift d = {
                         .knob = g_strdup(knob), .expected = g_strdup(expected), .found = g_strdup(found),
-                        .writer = g_strdup(writer), .action = g_strdup(action), .job_age_usec = age, .when = when,
+                        .writer = g_strdup(writer), .action = g_strdup(action), .who = g_strdup(who),
+                        .when = when, .written = written, .wrong_usec = wrong,
                 };
 
                 g_array_append_val(drift, d);
@@ -406,7 +415,7 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
                 r = read_diagnostics(m, p->diagnostics);
         else if (streq(name, "DriftConflicts") && streq(contents, "a(sssts)"))
                 r = read_drift_conflicts(m, p->drift_conflicts);
-        else if (streq(name, "RecentDrift") && streq(contents, "a(ssssstt)"))
+        else if (streq(name, "RecentDrift") && streq(contents, "a(sssssttts)"))
                 r = read_recent_drift(m, p->recent_drift);
         else
                 /* A property from a newer daemon: not ours to show. */
@@ -582,12 +591,14 @@ void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const 
                 ctl_json_string(b, "expected", empty_to_null(d->expected));
                 ctl_json_string(b, "found", empty_to_null(d->found));
                 ctl_json_string(b, "writer", empty_to_null(d->writer));
-                if (d->writer[0])
-                        ctl_json_uint(b, "job_age_usec", d->job_age_usec);
-                else
-                        ctl_json_null(b, "job_age_usec");
+                ctl_json_string(b, "writer_text", d->who);
                 ctl_json_string(b, "action", d->action);
                 ctl_json_time(b, "when", d->when);
+                ctl_json_time(b, "written", d->written);
+                if (d->wrong_usec > 0)
+                        ctl_json_uint(b, "wrong_usec", d->wrong_usec);
+                else
+                        ctl_json_null(b, "wrong_usec");
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);

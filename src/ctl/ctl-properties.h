@@ -64,8 +64,13 @@ typedef struct CtlDriftConflict {
 /* A knob found changed behind thpd's back (RecentDrift). */
 typedef struct CtlDrift {
         char *knob, *expected, *found, *writer, *action; /* writer "": unknown */
-        uint64_t job_age_usec, when;                      /* when: CLOCK_REALTIME µs */
+        char *who;                                        /* "written by tuned.service (profile ...)" */
+        uint64_t when, written;                           /* CLOCK_REALTIME µs; written 0: not seen */
+        uint64_t wrong_usec;                              /* 0: not restored (yet) */
 } CtlDrift;
+
+/* "restored after 3 ms", or the action as the bus says it ("adopted", "yielded"). */
+char *ctl_drift_action(const CtlDrift *d);
 
 typedef struct CtlProperties {
         char *version, *status, *storm_state, *storm_action;

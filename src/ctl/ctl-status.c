@@ -310,19 +310,14 @@ static void print_drift(CtlOutput *out, const CtlProperties *p) {
         }
         for (guint i = 0; i < p->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *when = ctl_format_timestamp(d->when);
-                g_autofree char *who = NULL;
+                g_autofree char *when = ctl_format_timestamp(d->written ?: d->when);
+                g_autofree char *action = ctl_drift_action(d);
 
-                if (d->writer[0])
-                        who = g_strdup_printf("likely %s (its job finished %" PRIu64 " ms before)", d->writer,
-                                              d->job_age_usec / 1000);
-                else
-                        who = g_strdup("unknown writer");
                 if (i == 0)
                         print_label(out, "Drift:");
                 else
                         print_continuation(out);
-                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, who, d->action);
+                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, d->who, action);
         }
 }
 
@@ -599,15 +594,17 @@ static void show_drift_conflicts(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
-/* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN"; writer "-" when
- * unknown, so that the fields split on spaces. */
+/* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN WRITTEN WRONG_USEC";
+ * writer "-" when unknown, so that the fields split on spaces; WRITTEN and WRONG_USEC 0 when the
+ * write was not seen or the item not restored. */
 static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
         if (p->recent_drift->len == 0)
                 kv(out, "", "RecentDrift");
         for (guint i = 0; i < p->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *line = g_strdup_printf("%s %s %s %s %s %" PRIu64, d->knob, d->found, d->expected,
-                                                        d->writer[0] ? d->writer : "-", d->action, d->when);
+                g_autofree char *line = g_strdup_printf("%s %s %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64, d->knob,
+                                                        d->found, d->expected, d->writer[0] ? d->writer : "-",
+                                                        d->action, d->when, d->written, d->wrong_usec);
 
                 kv(out, line, "RecentDrift");
         }

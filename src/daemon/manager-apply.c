@@ -2,6 +2,7 @@
 #include <malloc.h>
 
 #include "log.h"
+#include "manager-drift.h"
 #include "manager-pools.h"
 #include "manager.h"
 #include "runtime-file.h"
@@ -589,6 +590,7 @@ void manager_apply(Manager *m) {
         arm_grace_timer(m, p.next_grace_usec);
         persist(m, &p);
         m->applied_once = true;
+        manager_drift_applied(m);
         m->apply_generation++;
         publish(m, &p, changes);
         schedule_trim(m);

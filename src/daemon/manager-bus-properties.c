@@ -384,12 +384,14 @@ int property_get_recent_drift(sd_bus *bus, const char *path, const char *interfa
         Manager *m = userdata;
         int r;
 
-        r = sd_bus_message_open_container(reply, 'a', "(ssssstt)");
+        r = sd_bus_message_open_container(reply, 'a', "(sssssttts)");
         for (guint i = 0; r >= 0 && i < m->drift.recent->len; i++) {
                 const DriftEvent *e = &g_array_index(m->drift.recent, DriftEvent, i);
+                g_autofree char *who = drift_describe_writer(e);
 
-                r = sd_bus_message_append(reply, "(ssssstt)", e->item, e->expected, e->found, e->writer ?: "",
-                                          drift_action_to_string(e->action), e->job_age_usec, e->when_usec);
+                r = sd_bus_message_append(reply, "(sssssttts)", e->item, e->expected, e->found, e->writer ?: "",
+                                          drift_action_to_string(e->action), e->when_usec, e->written_usec,
+                                          e->wrong_usec, who);
         }
         if (r < 0)
                 return r;

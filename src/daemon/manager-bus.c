@@ -543,7 +543,7 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("DriftConflicts", "a(sssts)", property_get_drift_conflicts, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("RecentDrift", "a(ssssstt)", property_get_recent_drift, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("RecentDrift", "a(sssssttts)", property_get_recent_drift, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 
         /* Every method is UNPRIVILEGED for sd-bus, whose own check would demand CAP_SYS_ADMIN
          * with a blocking credentials query: the privileged ones are checked by verify_manage(). */
@@ -605,7 +605,8 @@ static int request_name(Manager *m) {
 }
 
 /* A status read (GetAll of our interface, as thpd-ctl status, show and the Cockpit page do) or
- * an Explain call: the answer must show the values in force, so the knobs are read first. This
+ * an Explain call: the answer must show the values in force, so the knobs are read first. A
+ * change a watch missed is reported and its restore queued, never written by the read. This
  * runs before sd-bus dispatches the call, and costs nothing while nobody asks. */
 static int on_incoming(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -614,10 +615,10 @@ static int on_incoming(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (!sd_bus_message_is_method_call(msg, NULL, NULL) || !streq_ptr(sd_bus_message_get_path(msg), THPD_BUS_PATH))
                 return 0;
         if (sd_bus_message_is_method_call(msg, THPD_BUS_INTERFACE, "Explain"))
-                manager_check_drift(m, NULL);
+                manager_drift_look(m);
         else if (sd_bus_message_is_method_call(msg, "org.freedesktop.DBus.Properties", "GetAll")) {
                 if (sd_bus_message_read(msg, "s", &interface) >= 0 && streq(interface, THPD_BUS_INTERFACE))
-                        manager_check_drift(m, NULL);
+                        manager_drift_look(m);
                 (void) sd_bus_message_rewind(msg, true);
         }
         return 0;
@@ -729,15 +730,19 @@ static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
         int r;
 
-        /* The apply that follows announces the properties. */
-        if (!m->bus_data || n_events == 0)
+        if (!m->bus_data)
                 return;
+        /* A conflict that ended, or a writer named afterwards: only the properties changed. */
+        if (n_events == 0) {
+                emit_changed_properties(m, NULL);
+                return;
+        }
         r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Drift");
         if (r >= 0)
                 r = sd_bus_message_open_container(signal, 'a', "(ssssss)");
         for (size_t i = 0; r >= 0 && i < n_events; i++) {
                 const DriftEvent *e = &events[i];
-                g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
+                g_autofree char *who = drift_describe_writer(e);
 
                 r = sd_bus_message_append(signal, "(ssssss)", e->item, e->expected, e->found, e->writer ?: "",
                                           drift_action_to_string(e->action), who);

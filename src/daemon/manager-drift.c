@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
-
-#include <inttypes.h>
 
 #include "log.h"
 #include "manager-drift.h"
@@ -26,10 +26,16 @@ static void drift_count_free(gpointer p) {
         g_free(c);
 }
 
+/* TuneD's bus API, as its daemon owns it on the system bus (tuned/consts.py); its unit. */
+#define TUNED_BUS_NAME "com.redhat.tuned"
+#define TUNED_BUS_PATH "/Tuned"
+#define TUNED_BUS_INTERFACE "com.redhat.tuned.control"
+#define TUNED_UNIT "tuned.service"
+
 /* The metrics label of a change nobody could be credited with; no unit is named like this. */
 #define UNKNOWN_WRITER_LABEL "unknown"
 
-static void count_drift(Manager *m, const char *item, const char *writer) {
+static void count_drift(Manager *m, const char *item, const char *writer, int64_t delta) {
         g_autofree char *key = g_strdup_printf("%s\n%s", item, writer ?: "");
         DriftCount *c;
 
@@ -42,7 +48,7 @@ static void count_drift(Manager *m, const char *item, const char *writer) {
                 c->writer = g_strdup(writer ?: UNKNOWN_WRITER_LABEL);
                 g_hash_table_insert(m->drift_counts, g_steal_pointer(&key), c);
         }
-        c->count++;
+        c->count += delta;
 }
 
 static gint compare_counts(gconstpointer a, gconstpointer b) {
@@ -92,7 +98,7 @@ static char *item_reason(Manager *m, const char *item) {
 }
 
 static char *describe_event(Manager *m, const DriftEvent *e) {
-        g_autofree char *who = drift_describe_writer(e->writer, e->job_age_usec);
+        g_autofree char *who = drift_describe_writer(e);
         g_autofree char *what = NULL;
 
         switch (e->action) {
@@ -145,6 +151,58 @@ static void publish_drift(Manager *m, const DriftEvent *events, size_t n_events)
         }
 }
 
+/* A knob file or pool counter thpd watches for writes. */
+typedef struct WatchedItem {
+        struct DriftWatch *watch;
+        sd_event_source *source;
+        bool is_pool;
+        Knob knob;
+        uint64_t page_size_kb;
+        int node;
+        bool dirty;           /* written since the last look */
+} WatchedItem;
+
+/* A restore on its way: how long the item was wrong is known once the apply wrote it. */
+typedef struct PendingRestore {
+        char *item;
+        char *expected;
+        uint64_t since_usec;  /* CLOCK_MONOTONIC: the write seen, or the change found */
+} PendingRestore;
+
+typedef struct RunningJob {
+        uint32_t id;
+        uint64_t usec;
+} RunningJob;
+
+struct DriftWatch {
+        sd_event_source *look;    /* after the bus messages already received, before a queued apply */
+        bool look_everything;     /* a job end queued the look: every item, not only those written */
+        GPtrArray *items;         /* WatchedItem*, armed or not */
+        bool stale;               /* an item lost its watch, or a pool is new: arm again */
+        size_t armed_pools;
+        GHashTable *running;      /* unit -> RunningJob*: jobs queued and not yet ended */
+        char *ended_unit;         /* the last job end since the last look */
+        uint64_t ended_usec;
+        uint64_t write_usec;      /* CLOCK_MONOTONIC, the first write seen since the last look; 0: none */
+        uint64_t write_realtime_usec;
+        GArray *pending;          /* PendingRestore */
+        sd_bus_slot *tuned_slot;
+};
+
+static void watched_item_free(gpointer p) {
+        WatchedItem *i = p;
+
+        sd_event_source_disable_unref(i->source);
+        g_free(i);
+}
+
+static void pending_restore_clear(gpointer p) {
+        PendingRestore *r = p;
+
+        g_free(r->item);
+        g_free(r->expected);
+}
+
 static void on_writer_state(const char *unit, int r, const char *active_state, void *userdata) {
         Manager *m = userdata;
         bool running;
@@ -153,8 +211,9 @@ static void on_writer_state(const char *unit, int r, const char *active_state, v
                 log_debug_errno(r, "Cannot tell whether %s stopped: %m", unit);
                 return;
         }
-        running = streq(active_state, "active") || streq(active_state, "activating") ||
-                  streq(active_state, "reloading");
+        /* Not "activating": a oneshot writer is seen at its write while it runs its job, and
+         * it has not stopped when it exits: its conflict lasts until a reload. */
+        running = streq(active_state, "active") || streq(active_state, "reloading");
         if (!drift_writer_state(&m->drift, unit, running))
                 return;
         log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
@@ -177,142 +236,430 @@ static void event_clear(gpointer p) {
         drift_event_clear(p);
 }
 
+/* The job started last among those still running. */
+static bool last_running_job(const DriftWatch *w, DriftJob *ret) {
+        GHashTableIter iter;
+        const char *unit;
+        RunningJob *job;
+        bool found = false;
+
+        g_hash_table_iter_init(&iter, w->running);
+        while (g_hash_table_iter_next(&iter, (gpointer *) &unit, (gpointer *) &job))
+                if (!found || job->usec > ret->usec) {
+                        *ret = (DriftJob) { .unit = unit, .usec = job->usec };
+                        found = true;
+                }
+        return found;
+}
+
+typedef struct Look {
+        GArray *events;
+        const char *writer;
+        DriftCredit credit;
+        uint64_t job_age, now, now_realtime, written_realtime;
+} Look;
+
 /* Decides, counts, logs and keeps one item found changed. */
-static void found_changed(Manager *m, GArray *events, const char *item, bool held, char *expected, char *found,
-                          const char *writer, uint64_t job_age_usec, uint64_t now, uint64_t now_realtime) {
+static void found_changed(Manager *m, Look *l, const char *item, bool held, char *expected, char *found) {
         DriftEvent e = {
                 .item = g_strdup(item),
                 .expected = expected,
                 .found = found,
-                .writer = g_strdup(writer),
-                .job_age_usec = job_age_usec,
-                .when_usec = now_realtime,
+                .writer = g_strdup(l->writer),
+                .credit = l->credit,
+                .job_age_usec = l->job_age,
+                .when_usec = l->now_realtime,
+                .written_usec = l->written_realtime,
         };
 
-        e.action = drift_decide(&m->drift, &m->settings.drift, item, held, writer, found, now, now_realtime);
-        count_drift(m, item, writer);
+        e.action = drift_decide(&m->drift, &m->settings.drift, item, held, l->writer, found, l->now, l->now_realtime);
+        count_drift(m, item, l->writer, 1);
         journal_event(m, &e);
-        g_array_append_val(events, e);
+        g_array_append_val(l->events, e);
 }
 
-void manager_check_drift(Manager *m, const DriftJob *job) {
-        g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
-        g_autofree char *pending_unit = NULL;
-        DriftJob pending;
-        uint64_t now, now_realtime, job_age;
-        const char *writer;
+static bool item_wanted(const DriftWatch *w, bool everything, bool is_pool, Knob k, uint64_t size, int node) {
+        if (everything)
+                return true;
+        for (guint i = 0; i < w->items->len; i++) {
+                const WatchedItem *it = g_ptr_array_index(w->items, i);
 
-        /* A status call right behind a job end: the change is that job's unit's, not unknown. */
-        if (!job && m->drift_job_unit) {
-                pending_unit = g_steal_pointer(&m->drift_job_unit);
-                pending = (DriftJob) { .unit = pending_unit, .ended_usec = m->drift_job_usec };
-                job = &pending;
+                if (it->dirty && it->is_pool == is_pool &&
+                    (is_pool ? it->page_size_kb == size && it->node == node : it->knob == k))
+                        return true;
         }
-        if (m->drift_event)
-                (void) sd_event_source_set_enabled(m->drift_event, SD_EVENT_OFF);
+        return false;
+}
+
+static void arm_watches(Manager *m);
+
+/* Reads the items (those written, or everything) and judges those that changed since the last
+ * apply. The value found is the value in force from now on, for the properties too. act: apply
+ * at once (a write seen, a job end); otherwise (a status call) only queue the apply, so that the
+ * call that noticed the change writes nothing. */
+static void look(Manager *m, bool everything, bool act) {
+        DriftWatch *w = m->drift_watch;
+        g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
+        g_autofree char *ended_unit = g_steal_pointer(&w->ended_unit);
+        DriftJob running, ended = { .unit = ended_unit, .usec = w->ended_usec };
+        DriftCause cause = { .ended = ended_unit ? &ended : NULL, .write_usec = w->write_usec };
+        uint64_t since = w->write_usec;
+        Look l = { .events = events, .written_realtime = w->write_realtime_usec };
+
+        everything = everything || w->look_everything;
+        w->look_everything = false;
+        w->write_usec = w->write_realtime_usec = 0;
+        (void) sd_event_source_set_enabled(w->look, SD_EVENT_OFF);
+        if (w->stale)
+                arm_watches(m);
 
         /* Before the first apply with the unit list there is nothing thpd applied to compare. */
         if (!m->applied_once || !manager_units_known(m))
-                return;
+                goto done;
 
         g_array_set_clear_func(events, event_clear);
-        now = now_usec(CLOCK_MONOTONIC);
-        now_realtime = now_usec(CLOCK_REALTIME);
-        writer = drift_attribute(job, now);
-
-        job_age = writer ? now - job->ended_usec : 0;
+        if (last_running_job(w, &running))
+                cause.running = &running;
+        l.now = now_usec(CLOCK_MONOTONIC);
+        l.now_realtime = now_usec(CLOCK_REALTIME);
+        l.writer = drift_attribute(&cause, l.now, &l.credit, &l.job_age);
+        if (since == 0)
+                since = l.now;
 
         FOREACH_KNOB(k) {
                 KnobValue found;
                 char a[24], b[24];
 
-                if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE)
+                if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE ||
+                    !item_wanted(w, everything, false, k, 0, 0))
                         continue;
-                /* A knob that cannot be read is the next apply's error to report. */
+                /* A knob that cannot be read (a write half done, truncated) is looked at again at
+                 * the write's next event, or is the next apply's error to report. */
                 if (manager_read_knob(m, k, &found) < 0 || found == m->applied[k])
                         continue;
-                found_changed(m, events, knob_name(k), knob_held(m, k),
-                              g_strdup(knob_value_to_string(k, m->applied[k], a)),
-                              g_strdup(knob_value_to_string(k, found, b)), writer, job_age, now, now_realtime);
+                found_changed(m, &l, knob_name(k), knob_held(m, k), g_strdup(knob_value_to_string(k, m->applied[k], a)),
+                              g_strdup(knob_value_to_string(k, found, b)));
+                m->applied[k] = found;
         }
 
         /* The pools as the last apply left them. One that a policy sizes (or thpd moved from its
          * baseline) is held; any other follows whoever sized it, as the apply does. */
         for (guint i = 0; i < m->pools->len; i++) {
-                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
                 const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
                 g_autofree char *item = NULL;
                 uint64_t nr;
                 bool held;
 
-                if (!b || pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
+                if (!b || !item_wanted(w, everything, true, 0, p->page_size_kb, p->node) ||
+                    pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
                     nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
                         continue;
                 held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
                 item = manager_pool_item(p->page_size_kb, p->node);
-                found_changed(m, events, item, held, g_strdup_printf("%" PRIu64, p->allocated),
-                              g_strdup_printf("%" PRIu64, nr), writer, job_age, now, now_realtime);
+                found_changed(m, &l, item, held, g_strdup_printf("%" PRIu64, p->allocated), g_strdup_printf("%" PRIu64, nr));
+                p->allocated = nr;
         }
 
         if (events->len == 0)
-                return;
-        /* A conflict that began now: whether its writer runs tells when it stops. */
-        if (writer)
-                query_writer(m, writer);
+                goto done;
+        /* A conflict that began now: whether its writer runs tells when it stops. A job still
+         * running is asked about when it ends. */
+        if (l.writer && l.credit != DRIFT_CREDIT_JOB_RUNNING)
+                query_writer(m, l.writer);
         for (guint i = 0; i < events->len; i++) {
                 const DriftEvent *e = &g_array_index(events, DriftEvent, i);
                 DriftEvent copy = *e;
 
+                if (e->action == DRIFT_ACTION_RESTORE) {
+                        PendingRestore r = { g_strdup(e->item), g_strdup(e->expected), since };
+
+                        g_array_append_val(w->pending, r);
+                }
                 copy.item = g_strdup(e->item);
                 copy.expected = g_strdup(e->expected);
                 copy.found = g_strdup(e->found);
                 copy.writer = g_strdup(e->writer);
+                copy.writer_detail = g_strdup(e->writer_detail);
                 drift_record(&m->drift, &copy);
         }
         publish_drift(m, (const DriftEvent *) events->data, events->len);
         /* The plan restores what is held, adopts what is not and leaves the yielded alone. */
-        manager_apply(m);
+        if (act)
+                manager_apply(m);
+        else
+                manager_queue_apply(m);
+done:
+        for (guint i = 0; i < w->items->len; i++)
+                ((WatchedItem *) g_ptr_array_index(w->items, i))->dirty = false;
 }
 
-static int on_drift_event(sd_event_source *s, void *userdata) {
-        manager_check_drift(userdata, NULL);
+void manager_drift_look(Manager *m) {
+        if (m->drift_watch)
+                look(m, true, false);
+}
+
+static int on_look(sd_event_source *s, void *userdata) {
+        look(userdata, false, true);
         return 0;
 }
 
 /* After the bus messages already received, before a queued apply (SD_EVENT_PRIORITY_IDLE): a
  * start or stop brings several job ends at once, and a signal handled late must not credit its
- * unit with a change the next job in the queue made. The last job end is credited. */
-#define DRIFT_EVENT_PRIORITY (SD_EVENT_PRIORITY_IDLE - 1)
+ * unit with a change the next job in the queue made. */
+#define DRIFT_LOOK_PRIORITY (SD_EVENT_PRIORITY_IDLE - 1)
 
-static void queue_check(Manager *m, const char *unit) {
+static void queue_look(Manager *m) {
+        DriftWatch *w = m->drift_watch;
         int r;
 
-        g_free(m->drift_job_unit);
-        m->drift_job_unit = g_strdup(unit);
-        m->drift_job_usec = now_usec(CLOCK_MONOTONIC);
-        if (!m->drift_event) {
-                r = sd_event_add_defer(m->event, &m->drift_event, on_drift_event, m);
+        if (!w->look) {
+                r = sd_event_add_defer(m->event, &w->look, on_look, m);
                 if (r >= 0)
-                        r = sd_event_source_set_priority(m->drift_event, DRIFT_EVENT_PRIORITY);
+                        r = sd_event_source_set_priority(w->look, DRIFT_LOOK_PRIORITY);
                 if (r < 0) {
                         log_warning_errno(r, "Cannot queue a look at the knobs, looking at once: %m");
-                        m->drift_event = sd_event_source_disable_unref(m->drift_event);
-                        manager_check_drift(m, NULL);
+                        w->look = sd_event_source_disable_unref(w->look);
+                        look(m, false, true);
                         return;
                 }
         }
-        (void) sd_event_source_set_enabled(m->drift_event, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
 }
 
-static void on_job_ended(UnitTracker *t, const char *unit, void *userdata) {
-        Manager *m = userdata;
+/* Before the bus messages and the job signals that come with them: the time of a write must be
+ * taken before the JobRemoved of the unit that made it is handled. */
+#define DRIFT_WATCH_PRIORITY SD_EVENT_PRIORITY_IMPORTANT
 
-        queue_check(m, unit);
+static int on_write(sd_event_source *s, const struct inotify_event *event, void *userdata) {
+        WatchedItem *item = userdata;
+        DriftWatch *w = item->watch;
+
+        /* Replaced, moved or gone (a package's tmpfiles, a test's scratch tree): watch the new
+         * file, and look at what it holds. */
+        if (event->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                item->source = sd_event_source_disable_unref(item->source);
+                w->stale = true;
+        }
+        item->dirty = true;
+        if (w->write_usec == 0) {
+                w->write_usec = now_usec(CLOCK_MONOTONIC);
+                w->write_realtime_usec = now_usec(CLOCK_REALTIME);
+        }
+        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static WatchedItem *find_item(DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
+        for (guint i = 0; i < w->items->len; i++) {
+                WatchedItem *it = g_ptr_array_index(w->items, i);
+
+                if (it->is_pool == is_pool && (is_pool ? it->page_size_kb == size && it->node == node : it->knob == k))
+                        return it;
+        }
+        return NULL;
+}
+
+static void arm_item(Manager *m, bool is_pool, Knob k, uint64_t size, int node) {
+        DriftWatch *w = m->drift_watch;
+        WatchedItem *it = find_item(w, is_pool, k, size, node);
+        g_autofree char *path = NULL;
+        int r;
+
+        if (it && it->source)
+                return;
+        if (!it) {
+                it = g_new0(WatchedItem, 1);
+                *it = (WatchedItem) { .watch = w, .is_pool = is_pool, .knob = k, .page_size_kb = size, .node = node };
+                g_ptr_array_add(w->items, it);
+        }
+        path = is_pool ? sysfs_pool_path(m->sysfs_root, size, node) : sysfs_knob_path(m->sysfs_root, k);
+        if (!path)
+                return;
+        r = sd_event_add_inotify(m->event, &it->source, path,
+                                 IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF, on_write, it);
+        if (r >= 0)
+                r = sd_event_source_set_priority(it->source, DRIFT_WATCH_PRIORITY);
+        if (r < 0) {
+                it->source = sd_event_source_disable_unref(it->source);
+                /* The job-end and status looks still see what this watch would. */
+                log_debug_errno(r, "Cannot watch %s for writes: %m", path);
+        }
+}
+
+/* Every knob this kernel has and every pool with a baseline: one inotify watch each, no timer. */
+static void arm_watches(Manager *m) {
+        DriftWatch *w = m->drift_watch;
+
+        w->stale = false;
+        FOREACH_KNOB(k)
+                if (m->present[k])
+                        arm_item(m, false, k, 0, 0);
+        for (size_t i = 0; i < m->baseline.n_pools; i++)
+                arm_item(m, true, 0, m->baseline.pools[i].page_size_kb, m->baseline.pools[i].node);
+        w->armed_pools = m->baseline.n_pools;
+}
+
+static PendingRestore *find_pending(DriftWatch *w, const char *item, guint *ret_index) {
+        for (guint i = 0; i < w->pending->len; i++) {
+                PendingRestore *r = &g_array_index(w->pending, PendingRestore, i);
+
+                if (streq(r->item, item)) {
+                        *ret_index = i;
+                        return r;
+                }
+        }
+        return NULL;
+}
+
+/* The value of an item as the apply left it, as text. */
+static char *item_value(Manager *m, const char *item) {
+        char buf[24];
+        Knob k;
+
+        if (knob_from_name(item, &k) >= 0)
+                return g_strdup(knob_value_to_string(k, m->applied[k], buf));
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                g_autofree char *name = manager_pool_item(p->page_size_kb, p->node);
+
+                if (streq(name, item))
+                        return g_strdup_printf("%" PRIu64, p->allocated);
+        }
+        return NULL;
+}
+
+void manager_drift_applied(Manager *m) {
+        DriftWatch *w = m->drift_watch;
+        uint64_t now;
+
+        if (!w)
+                return;
+        if (w->stale || w->armed_pools != m->baseline.n_pools)
+                arm_watches(m);
+        if (w->pending->len == 0)
+                return;
+
+        /* The newest event of each item is the one this apply answered. */
+        now = now_usec(CLOCK_MONOTONIC);
+        for (guint i = m->drift.recent->len; i > 0 && w->pending->len > 0; i--) {
+                DriftEvent *e = &g_array_index(m->drift.recent, DriftEvent, i - 1);
+                g_autofree char *value = NULL;
+                PendingRestore *r;
+                guint index;
+
+                r = e->action == DRIFT_ACTION_RESTORE && e->wrong_usec == 0 ? find_pending(w, e->item, &index) : NULL;
+                if (!r)
+                        continue;
+                value = item_value(m, e->item);
+                if (streq_ptr(value, r->expected)) {
+                        e->wrong_usec = MAX(now - r->since_usec, (uint64_t) 1);
+                        log_info("%s: %s again, %.1f ms after the write of %s", e->item, r->expected,
+                                 (double) e->wrong_usec / USEC_PER_MSEC, e->found);
+                }
+                g_array_remove_index(w->pending, index);
+        }
+        g_array_set_size(w->pending, 0);
+}
+
+static void on_job_new(UnitTracker *t, const char *unit, uint32_t id, void *userdata) {
+        Manager *m = userdata;
+        RunningJob *job = g_new(RunningJob, 1);
+
+        *job = (RunningJob) { .id = id, .usec = now_usec(CLOCK_MONOTONIC) };
+        g_hash_table_replace(m->drift_watch->running, g_strdup(unit), job);
+}
+
+static void on_job_ended(UnitTracker *t, const char *unit, uint32_t id, void *userdata) {
+        Manager *m = userdata;
+        DriftWatch *w = m->drift_watch;
+        const RunningJob *job = g_hash_table_lookup(w->running, unit);
+
+        if (job && job->id == id)
+                g_hash_table_remove(w->running, unit);
+        g_free(w->ended_unit);
+        w->ended_unit = g_strdup(unit);
+        w->ended_usec = now_usec(CLOCK_MONOTONIC);
+        /* Where a watch is missing (a file that cannot be watched), a job end still finds what
+         * its unit wrote. */
+        w->look_everything = true;
+        queue_look(m);
         query_writer(m, unit);
 }
 
-void manager_drift_start(Manager *m) {
-        if (m->units)
+/* TuneD says which profile it switched to once it applied it, after its writes were seen and
+ * restored: the changes nobody could be named for since are its. */
+static int on_tuned_profile_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        g_autoptr(GPtrArray) credited = NULL;
+        g_autofree char *detail = NULL;
+        const char *profile;
+        int ok, r;
+
+        r = sd_bus_message_read(msg, "sb", &profile, &ok);
+        if (r < 0) {
+                log_debug_errno(r, "Ignoring a malformed profile_changed signal from TuneD: %m");
+                return 0;
+        }
+        detail = g_strdup_printf("profile %s", profile);
+        credited = drift_credit_announced(&m->drift, TUNED_UNIT, detail, now_usec(CLOCK_REALTIME) - DRIFT_ANNOUNCE_USEC);
+        if (credited->len == 0)
+                return 0;
+        for (guint i = 0; i < credited->len; i++) {
+                const char *item = g_ptr_array_index(credited, i);
+
+                count_drift(m, item, NULL, -1);
+                count_drift(m, item, TUNED_UNIT, 1);
+                log_notice("%s: the change thpd found was TuneD's (%s, %s).", item, TUNED_UNIT, detail);
+        }
+        /* A conflict it now has ends when it stops. */
+        query_writer(m, TUNED_UNIT);
+        publish_drift(m, NULL, 0);
+        return 0;
+}
+
+int manager_drift_start(Manager *m) {
+        DriftWatch *w = g_new0(DriftWatch, 1);
+        int r;
+
+        w->items = g_ptr_array_new_with_free_func(watched_item_free);
+        w->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        w->pending = g_array_new(FALSE, TRUE, sizeof(PendingRestore));
+        g_array_set_clear_func(w->pending, pending_restore_clear);
+        w->stale = true;
+        m->drift_watch = w;
+
+        r = sd_event_add_defer(m->event, &w->look, on_look, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(w->look, DRIFT_LOOK_PRIORITY);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(w->look, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the look for knobs written behind thpd's back: %m");
+
+        if (m->units) {
+                unit_tracker_set_job_new(m->units, on_job_new);
                 unit_tracker_set_job_ended(m->units, on_job_ended);
+        }
+        r = sd_bus_match_signal_async(m->bus, &w->tuned_slot, TUNED_BUS_NAME, TUNED_BUS_PATH, TUNED_BUS_INTERFACE,
+                                      "profile_changed", on_tuned_profile_changed, NULL, m);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch TuneD's profile switches; its writes will be unattributed: %m");
+        return 0;
+}
+
+void manager_drift_stop(Manager *m) {
+        DriftWatch *w = m->drift_watch;
+
+        if (!w)
+                return;
+        sd_bus_slot_unref(w->tuned_slot);
+        sd_event_source_disable_unref(w->look);
+        g_ptr_array_unref(w->items);
+        g_hash_table_destroy(w->running);
+        g_array_unref(w->pending);
+        g_free(w->ended_unit);
+        g_free(w);
+        m->drift_watch = NULL;
 }

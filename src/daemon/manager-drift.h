@@ -3,21 +3,28 @@
 
 #include "manager.h"
 
-/* Knobs written behind thpd's back. No timer: thpd looks when a unit's job ends (the unit
- * tracker sees every job end) and before it answers a status or Explain call, compares what it
- * reads with what it applied, and leaves the decision to drift.c: restore, adopt, or yield to a
- * writer that keeps rewriting. */
+/* Knobs written behind thpd's back. No timer: an inotify watch on every knob file and pool
+ * counter tells thpd of each write as it happens; a unit's job end (for a file that could not be
+ * watched) and a status or Explain call look too. What it reads is compared with what thpd
+ * applied, and drift.c decides: restore, adopt, or yield to a writer that keeps rewriting. The
+ * writer is named from the job running when the write came, a job that just ended, or TuneD's
+ * own profile_changed signal. */
 
 /* MESSAGE_ID= of the journal entry for each knob found changed. */
 #define DRIFT_MESSAGE_ID "4469ac6123a745948c4584f1302f5e7d"
 
-/* Starts following job ends (after the unit tracker exists). */
-void manager_drift_start(Manager *m);
+/* Starts watching (after the unit tracker exists): job signals, TuneD's signal; the files are
+ * watched from the first apply on. */
+int manager_drift_start(Manager *m);
+void manager_drift_stop(Manager *m);
 
-/* Reads the knobs and acts on those that changed since the last apply. job: the job that just
- * ended, credited with the change; NULL at a status call: then a job end still waiting for its
- * look is credited, and without one the writer is unknown. */
-void manager_check_drift(Manager *m, const DriftJob *job);
+/* After each apply, before it is published: arms watches for pools new to the baseline, and
+ * notes how long each item restored since the last look was wrong. */
+void manager_drift_applied(Manager *m);
+
+/* A status or Explain call is about to be answered: reads every item, records and reports what
+ * changed, and queues the apply that acts on it. Writes nothing itself. */
+void manager_drift_look(Manager *m);
 
 /* How often each (knob, writer) was found changed, for the metrics; sorted. */
 GArray *manager_drift_counts(const Manager *m);

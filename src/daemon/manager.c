@@ -100,8 +100,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->apply_event);
         sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->override_timer);
-        sd_event_source_disable_unref(m->drift_event);
-        g_free(m->drift_job_unit);
+        manager_drift_stop(m);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
@@ -680,7 +679,9 @@ int manager_start(Manager *m) {
         r = unit_tracker_new(m->bus, m->event, unit_filter, on_units_changed, m, &m->units);
         if (r < 0)
                 return r;
-        manager_drift_start(m);
+        r = manager_drift_start(m);
+        if (r < 0)
+                return r;
         setup_storm_watcher(m, true);
 
         /* Resolves and reads the knobs for the properties; writes wait for the unit list. */

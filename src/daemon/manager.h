@@ -52,6 +52,8 @@ typedef struct KnobChange {
         char *reason;
 } KnobChange;
 
+typedef struct DriftWatch DriftWatch;
+
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -104,9 +106,7 @@ typedef struct Manager {
         char *unit_record;             /* as last written to the runtime directory */
 
         DriftState drift;              /* knobs written behind thpd's back (manager-drift.c) */
-        sd_event_source *drift_event;  /* looks at the knobs once the queued job ends are handled */
-        char *drift_job_unit;          /* the last job end since, credited with what it finds */
-        uint64_t drift_job_usec;       /* CLOCK_MONOTONIC, when that signal came */
+        DriftWatch *drift_watch;       /* watches, job signals, TuneD (manager-drift.c) */
         GHashTable *drift_counts;      /* "knob\nwriter" -> times found changed, for the metrics */
 
         struct StormWatcher *storm;    /* NULL until the storm watcher runs */

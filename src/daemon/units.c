@@ -17,6 +17,7 @@ struct UnitTracker {
         UnitFilter filter;
         UnitsChanged changed;
         UnitJobEnded job_ended;
+        UnitJobNew job_new;
         void *userdata;
 
         GHashTable *units;       /* name -> TrackedUnit* */
@@ -338,7 +339,11 @@ static int on_job_new(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         TrackedUnit *u;
         uint32_t id;
 
-        if (sd_bus_message_read(m, "uos", &id, &job_path, &name) < 0 || !t->filter(name, t->userdata))
+        if (sd_bus_message_read(m, "uos", &id, &job_path, &name) < 0)
+                return 0;
+        if (t->ready && t->job_new)
+                t->job_new(t, name, id, t->userdata);
+        if (!t->filter(name, t->userdata))
                 return 0;
         u = track(t, name, NULL);
         (void) call_job_type(t, name, id, job_path);
@@ -369,7 +374,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (sd_bus_message_read(m, "uoss", &id, &job_path, &name, &result) < 0)
                 return 0;
         if (t->ready && t->job_ended)
-                t->job_ended(t, name, t->userdata);
+                t->job_ended(t, name, id, t->userdata);
         u = g_hash_table_lookup(t->units, name);
         if (!u || u->start_job != id)
                 return 0;
@@ -617,6 +622,10 @@ int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChang
 
 void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended) {
         t->job_ended = job_ended;
+}
+
+void unit_tracker_set_job_new(UnitTracker *t, UnitJobNew job_new) {
+        t->job_new = job_new;
 }
 
 typedef struct ActiveStateQuery {

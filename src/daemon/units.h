@@ -48,7 +48,10 @@ typedef void (*UnitsChanged)(UnitTracker *t, const char *unit, const UnitView *b
 /* Called when a job of any unit ends, tracked or not, as the signal comes: whatever the job
  * did is done by then (a oneshot ran, a service started), which is when thpd looks for knobs
  * written behind its back. */
-typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, void *userdata);
+typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, uint32_t id, void *userdata);
+/* Called when a job of any unit is queued, tracked or not: until it ends, what the unit runs may
+ * write a knob, and thpd names it when one is written. */
+typedef void (*UnitJobNew)(UnitTracker *t, const char *unit, uint32_t id, void *userdata);
 /* A unit's ActiveState as the systemd manager answered ("active", "inactive", ...); NULL with
  * r < 0 when it could not be read. */
 typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, void *userdata);
@@ -57,6 +60,7 @@ int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChang
                      void *userdata, UnitTracker **ret);
 UnitTracker *unit_tracker_free(UnitTracker *t);
 void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended);
+void unit_tracker_set_job_new(UnitTracker *t, UnitJobNew job_new);
 
 /* Asks the systemd manager for a unit's ActiveState, of any unit, tracked or not; answers
  * through callback, once (a unit it no longer has is "inactive"). */

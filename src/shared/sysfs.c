@@ -452,6 +452,10 @@ static char *pool_file_path(const char *sysfs_root, uint64_t page_size_kb, int n
         return g_build_filename(sysfs_root, SYSFS_NODE_DIR, node_name, "hugepages", leaf, file, NULL);
 }
 
+char *sysfs_pool_path(const char *sysfs_root, uint64_t page_size_kb, int node) {
+        return pool_file_path(sysfs_root, page_size_kb, node, "nr_hugepages");
+}
+
 int sysfs_parse_pool_number(const char *content, uint64_t *ret) {
         g_autofree char *number = NULL;
         size_t len;

@@ -66,6 +66,7 @@ typedef struct PoolState {
 int sysfs_parse_pool_number(const char *content, uint64_t *ret);
 
 /* node is POOL_NODE_ANY for the global pool or a NUMA node number. */
+char *sysfs_pool_path(const char *sysfs_root, uint64_t page_size_kb, int node);
 int sysfs_read_pool(const char *sysfs_root, uint64_t page_size_kb, int node, PoolState *ret);
 
 /* The pools' counter files, kept open as the knobs' are (KnobFiles): every apply reads the

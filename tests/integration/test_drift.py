@@ -10,12 +10,17 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
 - a writer that stays active (RemainAfterExit=yes) and MaxRestores=0: the conflict lasts until
   that unit stops, then thpd restores the knob;
 - a knob no policy holds is adopted as the baseline, and its writer named;
-- a write from outside any unit is found at the next status call, restored before the answer,
-  and reported as by an unknown writer;
+- a write from outside any unit is seen at the write and restored with nobody asking, reported
+  as by an unknown writer with how long the knob was wrong; a change no watch saw is found by a
+  status call, which answers with the value in force and leaves the restore to the apply it
+  queued; with every watch armed the daemon is idle (no wakeup in 10 s);
 - a hugetlb pool a policy sizes, shrunk by a oneshot unit: resized and the unit credited; after
   MaxRestores= a conflict, the pool left as that unit set it until a reload;
 - a pool no unit holds, sized by the admin: followed, and still the admin's after thpd is killed
-  with SIGKILL, started again, and a policy's unit has grown and released it (issue 37).
+  with SIGKILL, started again, and a policy's unit has grown and released it (issue 37);
+- a TuneD stand-in (fake_tuned.py: TuneD's bus name and profile_changed signal) writes a held
+  knob: restored at the write, then named "tuned.service (profile hpc-compute)"; switched again
+  and again, a conflict that names it.
 
 Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
 samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
@@ -25,10 +30,12 @@ Run as root:
 """
 
 import json
+import mmap
 import os
 import re
 import select
 import subprocess
+import sys
 import time
 import unittest
 from pathlib import Path
@@ -36,9 +43,12 @@ from pathlib import Path
 import jsonschema
 
 import thpdtest
-from thpdtest import ThpdTestCase, wait_until
+from thpdtest import ThpdTestCase, render_knob, wait_until
 
 DEADLINE = 30.0
+# A unit's oneshot writer is seen at its write, while its job runs; a slow daemon (valgrind)
+# handles the job's end first.
+JOB = r'\((its job was running|its job finished \d+ ms before)\)'
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / 'data' / 'thpd-ctl.schema.json').read_text())
 APP = 'thpd-test-app.service'
 POLICY = f"""\
@@ -131,7 +141,7 @@ class DriftTest(ThpdTestCase):
         self.start_unit('thpd-test-writer.service', *self.writer_command('enabled', 'never'),
                         properties=('Type=oneshot',))
         daemon.wait_log(r'enabled: found never instead of madvise, likely written by thpd-test-writer\.service '
-                        r'\(its job finished \d+ ms before\); restoring madvise', timeout=DEADLINE)
+                        rf'{JOB}; restoring madvise', timeout=DEADLINE)
         self.wait_knobs(enabled='madvise')
 
         drift = self.next_event(monitor, 'Drift')
@@ -148,8 +158,8 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="thpd-test-writer.service"}'), 1)
         self.assertEqual(self.metric('thpd_knob_writes_total'), writes_before + 1)
         text = self.ctl('status')
-        self.assertRegex(text, r'Drift: .* enabled=never instead of madvise, likely thpd-test-writer\.service '
-                               r'\(its job finished \d+ ms before\); restored')
+        self.assertRegex(text, r'Drift: .* enabled=never instead of madvise, likely written by '
+                               rf'thpd-test-writer\.service {JOB}; restored after \d+ ms')
 
     def test_2_loop_writer_conflict(self):
         """A timer runs a writer again and again: MaxRestores=3 restores, then a conflict naming
@@ -231,23 +241,56 @@ class DriftTest(ThpdTestCase):
         self.start_unit('thpd-test-sysfsutils.service', *self.writer_command('defrag', 'never'),
                         properties=('Type=oneshot', 'RemainAfterExit=yes'))
         daemon.wait_log(r'defrag: found never instead of madvise, likely written by thpd-test-sysfsutils\.service '
-                        r'\(its job finished \d+ ms before\); no policy holds it; taking it as the baseline',
+                        rf'{JOB}; no policy holds it; taking it as the baseline',
                         timeout=DEADLINE)
         show = self.ctl('show', '-p', 'Knobs', '-p', 'RecentDrift')
         self.assertIn('Knobs.defrag.Baseline=never\n', show)
-        self.assertRegex(show, r'RecentDrift=defrag never madvise thpd-test-sysfsutils\.service adopted \d+\n')
+        self.assertRegex(show, r'RecentDrift=defrag never madvise thpd-test-sysfsutils\.service adopted \d+ \d+ 0\n')
         self.assert_knobs(defrag='never', enabled='madvise')
 
-    def test_5_unattributed_write_at_status(self):
-        """A write from no unit is found when status is asked for, restored before the answer,
-        and reported as by an unknown writer."""
+    def test_5_unattributed_write_restored_unasked(self):
+        """A write from no unit (a root shell) is seen at the write and restored with nobody
+        asking, reported as by an unknown writer, with how long the knob was wrong."""
         daemon = self.start_with_app()
         self.kernel.knob_path('enabled').write_text('never\n')
-        status = self.ctl('status')
-        self.assert_knobs(enabled='madvise')
-        self.assertRegex(status, r'Drift: .* enabled=never instead of madvise, unknown writer; restored')
+        self.wait_knobs(enabled='madvise')
+        daemon.wait_log(r'enabled: madvise again, [0-9.]+ ms after the write of never')
         self.assertEqual(self.count(daemon, r'enabled: found never instead of madvise, unknown writer; restoring'), 1)
+        status = self.ctl('status')
+        self.assertRegex(status, r'Drift: .* enabled=never instead of madvise, unknown writer; restored after \d+ ms')
+        drift = json.loads(self.ctl('--json', 'status'))['recent_drift']
+        self.assertEqual(len(drift), 1)
+        self.assertIsNotNone(drift[0]['written'])
+        self.assertGreater(drift[0]['wrong_usec'], 0)
         self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 1)
+
+    def test_5b_status_while_wrong_writes_nothing(self):
+        """A change no watch saw (a write through a shared mapping raises no inotify event) is
+        found by the status call, which answers with the value in force and writes nothing; the
+        restore it queued comes after the answer."""
+        self.write_policy('scan.conf', '[Policy]\nUnits=thpd-test-app.service\n[Khugepaged]\nPagesToScan=2048\n')
+        daemon = self.start_with_app()
+        self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
+        path = self.kernel.knob_path('khugepaged/pages_to_scan')
+        content = path.read_bytes()
+        self.assertEqual(content.strip(), b'2048')
+        with open(path, 'r+b') as f, mmap.mmap(f.fileno(), len(content)) as mapping:
+            mapping[:] = content.replace(b'2048', b'1024')
+        self.assertEqual(self.kernel.read_knob('khugepaged/pages_to_scan'), '1024')
+        status = self.ctl('status')
+        self.assertRegex(status, r'(?m)khugepaged/pages_to_scan\s+1024\b')
+        self.assertRegex(status, r'Drift: .* khugepaged/pages_to_scan=1024 instead of 2048, unknown writer; restored')
+        self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
+        self.assertEqual(self.count(daemon, r'khugepaged/pages_to_scan: found 1024 instead of 2048, unknown writer; '
+                                            r'restoring'), 1)
+
+    def test_5c_idle_with_every_watch_armed(self):
+        """Watches are events, not polls: a 10 s window in which the daemon wakes at most once
+        (the harness's own allowance) once settled."""
+        daemon = self.start_with_app()
+        self.kernel.knob_path('defrag').write_text('never\n')
+        daemon.wait_log(r'defrag: found never instead of madvise, unknown writer; no policy holds it')
+        thpdtest.assert_settles(daemon.pid, self.stack.bus_address, window=10.0, deadline=60.0)
 
     def test_6_pool_writer(self):
         """A oneshot unit empties the 2 MiB pool a policy sizes: thpd sizes it again and credits
@@ -263,7 +306,7 @@ class DriftTest(ThpdTestCase):
 
         self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
         daemon.wait_log(r'hugepages-2048kB/nr_hugepages: found 0 instead of 16, likely written by '
-                        r'thpd-test-pool-writer\.service \(its job finished \d+ ms before\); restoring 16 '
+                        rf'thpd-test-pool-writer\.service {JOB}; restoring 16 '
                         r'\(.*db\.conf for thpd-test-db\.service\)', timeout=DEADLINE)
         self.wait_pool(16)
 
@@ -309,6 +352,47 @@ class DriftTest(ThpdTestCase):
         self.wait_pool(10)
         second.stop()
         self.assertEqual(self.kernel.read_pool(), 10)
+
+    def test_8_tuned_profile_switch_named(self):
+        """A TuneD-like daemon (com.redhat.tuned on the bus, no unit job) writes enabled=always
+        and then sends profile_changed("hpc-compute"), as TuneD does once a switch is applied:
+        thpd restores madvise at the write, unasked, and then names tuned.service with the
+        profile in the log, RecentDrift, status and the metrics; switched again and again, it
+        meets the conflict rule, and the conflict names tuned.service."""
+        daemon = self.start_with_app()
+        tuned = subprocess.Popen([sys.executable, '-B', str(Path(__file__).with_name('fake_tuned.py')),
+                                  str(self.kernel.knob_path('enabled'))],
+                                 env=self.stack.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.addCleanup(tuned.stdout.close)
+        self.addCleanup(tuned.wait)
+        self.addCleanup(tuned.stdin.close)
+        self.assertEqual(tuned.stdout.readline().strip(), 'ready')
+
+        tuned.stdin.write('always hpc-compute\n')
+        self.assertEqual(tuned.stdout.readline().strip(), 'switched')
+        daemon.wait_log(r'enabled: the change thpd found was TuneD.s \(tuned\.service, profile hpc-compute\)',
+                        timeout=DEADLINE)
+        self.wait_knobs(enabled='madvise')
+        self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise, unknown writer; restoring'), 1)
+        status = self.ctl('status')
+        self.assertRegex(status, r'Drift: .* enabled=always instead of madvise, written by tuned\.service '
+                                 r'\(profile hpc-compute\); restored after \d+ ms')
+        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="tuned.service"}'), 1)
+        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 0)
+
+        # Switched again and again: after MaxRestores= (3) restores a conflict, which TuneD's
+        # next announcement names as its.
+        for _ in range(3):
+            self.wait_knobs(enabled='madvise')
+            tuned.stdin.write('always hpc-compute\n')
+            self.assertEqual(tuned.stdout.readline().strip(), 'switched')
+        daemon.wait_log(r'enabled: found always instead of madvise, unknown writer; an unknown writer keeps '
+                        r'setting enabled=always: thpd no longer restores it', timeout=DEADLINE)
+        wait_until(lambda: 'DriftConflicts.enabled.Writer=tuned.service\n' in self.ctl('show', '-p', 'DriftConflicts'),
+                   DEADLINE, 'the conflict to name tuned.service')
+        self.assertEqual(self.kernel.read_knob('enabled'), 'always')
+        self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise'), 4)
+        self.assertEqual(self.count(daemon, r'enabled: always -> madvise|enabled: \w+ -> madvise'), 4)
 
 
 if __name__ == '__main__':

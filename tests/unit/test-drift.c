@@ -3,9 +3,10 @@
 #include "test-util.h"
 #include "util.h"
 
-/* One test per rule of drift handling: attribution to the unit whose job just ended, restoring a
- * held knob, adopting a free one, the per-writer restore limit within its window, the unknown
- * writer counted too, a conflict lasting until its writer stops or a reload, the recent list. */
+/* One test per rule of drift handling: attribution (a job running at the write, one that just
+ * ended, a writer's own announcement), restoring a held knob, adopting a free one, the
+ * per-writer restore limit within its window, the unknown writer counted too, a conflict lasting
+ * until its writer stops or a reload, the recent list. */
 
 #define T0 (1000 * USEC_PER_SEC)
 #define WINDOW (600 * USEC_PER_SEC)
@@ -25,15 +26,100 @@ static DriftAction decide(const char *item, bool held, const char *writer, uint6
         return drift_decide(&S, &SETTINGS, item, held, writer, "never", now, now);
 }
 
-/* Credited to the unit whose job just ended; found later, or with no job, nobody is named. */
-START_TEST(test_attribution) {
-        DriftJob job = { .unit = "tuned.service", .ended_usec = T0 };
+static const char *attribute(const DriftJob *running, const DriftJob *ended, uint64_t write_usec, uint64_t found,
+                             DriftCredit *ret_credit, uint64_t *ret_age) {
+        DriftCause cause = { .running = running, .ended = ended, .write_usec = write_usec };
 
-        ck_assert_str_eq(drift_attribute(&job, T0 + 12 * USEC_PER_MSEC), "tuned.service");
-        ck_assert_str_eq(drift_attribute(&job, T0 + DRIFT_ATTRIBUTION_USEC), "tuned.service");
-        ck_assert_ptr_null(drift_attribute(&job, T0 + DRIFT_ATTRIBUTION_USEC + 1));
-        ck_assert_ptr_null(drift_attribute(&job, T0 - 1));
-        ck_assert_ptr_null(drift_attribute(NULL, T0));
+        return drift_attribute(&cause, found, ret_credit, ret_age);
+}
+
+/* Only found later (a job end, a status call): credited to the unit whose job just ended; found
+ * later, or with no job, nobody is named. */
+START_TEST(test_attribution_found) {
+        DriftJob job = { .unit = "tuned.service", .usec = T0 };
+        DriftCredit credit;
+        uint64_t age;
+
+        ck_assert_str_eq(attribute(NULL, &job, 0, T0 + 12 * USEC_PER_MSEC, &credit, &age), "tuned.service");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_ENDED);
+        ck_assert_uint_eq(age, 12 * USEC_PER_MSEC);
+        ck_assert_str_eq(attribute(NULL, &job, 0, T0 + DRIFT_ATTRIBUTION_USEC, &credit, &age), "tuned.service");
+        ck_assert_ptr_null(attribute(NULL, &job, 0, T0 + DRIFT_ATTRIBUTION_USEC + 1, &credit, &age));
+        ck_assert_int_eq(credit, DRIFT_CREDIT_NONE);
+        ck_assert_ptr_null(attribute(NULL, &job, 0, T0 - 1, &credit, &age));
+        ck_assert_ptr_null(attribute(NULL, NULL, 0, T0, &credit, &age));
+}
+END_TEST
+
+/* Seen at the write: a job still running wrote it likely, and so did one that ended after the
+ * write came; a job that ended before the write is not its writer, however recent. */
+START_TEST(test_attribution_at_the_write) {
+        DriftJob running = { .unit = "backup.service", .usec = T0 - USEC_PER_SEC };
+        DriftJob ended = { .unit = "app.service", .usec = T0 };
+        DriftCredit credit;
+        uint64_t age;
+
+        ck_assert_str_eq(attribute(&running, &ended, T0 + 1, T0 + 2, &credit, &age), "backup.service");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_RUNNING);
+        ck_assert_uint_eq(age, 0);
+        ck_assert_str_eq(attribute(NULL, &ended, T0 - 5, T0 + 3, &credit, &age), "app.service");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_ENDED);
+        ck_assert_uint_eq(age, 3);
+        ck_assert_str_eq(attribute(NULL, &ended, T0, T0, &credit, &age), "app.service");
+        ck_assert_ptr_null(attribute(NULL, &ended, T0 + 1, T0 + 2, &credit, &age));
+        ck_assert_int_eq(credit, DRIFT_CREDIT_NONE);
+}
+END_TEST
+
+static void record(const char *item, const char *writer, DriftAction action, uint64_t when) {
+        DriftEvent e = {
+                .item = g_strdup(item),
+                .expected = g_strdup("madvise"),
+                .found = g_strdup("always"),
+                .writer = g_strdup(writer),
+                .credit = writer ? DRIFT_CREDIT_JOB_RUNNING : DRIFT_CREDIT_NONE,
+                .action = action,
+                .when_usec = when,
+        };
+
+        drift_record(&S, &e);
+}
+
+/* TuneD names itself after its writes: the unnamed changes of the last seconds become its, and
+ * so does a conflict with the unknown writer; older or named ones stay. */
+START_TEST(test_credit_announced) {
+        g_autoptr(GPtrArray) credited = NULL;
+        g_autofree char *who = NULL;
+
+        record("defrag", NULL, DRIFT_ACTION_RESTORE, T0 - DRIFT_ANNOUNCE_USEC - 1);
+        ck_assert_int_eq(decide("enabled", true, NULL, T0), DRIFT_ACTION_RESTORE);
+        record("enabled", NULL, DRIFT_ACTION_RESTORE, T0);
+        record("khugepaged/defrag", "backup.service", DRIFT_ACTION_RESTORE, T0);
+
+        credited = drift_credit_announced(&S, "tuned.service", "profile hpc-compute", T0 - DRIFT_ANNOUNCE_USEC);
+        ck_assert_uint_eq(credited->len, 1);
+        ck_assert_str_eq(g_ptr_array_index(credited, 0), "enabled");
+        ck_assert_ptr_null(g_array_index(S.recent, DriftEvent, 0).writer);
+        ck_assert_str_eq(g_array_index(S.recent, DriftEvent, 2).writer, "backup.service");
+        who = drift_describe_writer(&g_array_index(S.recent, DriftEvent, 1));
+        ck_assert_str_eq(who, "written by tuned.service (profile hpc-compute)");
+
+        /* Decided as the unknown writer's: two more restores, then the conflict, named TuneD's
+         * once it announces again. */
+        ck_assert_int_eq(decide("enabled", true, NULL, T0 + 1), DRIFT_ACTION_RESTORE);
+        ck_assert_int_eq(decide("enabled", true, NULL, T0 + 2), DRIFT_ACTION_RESTORE);
+        ck_assert_int_eq(decide("enabled", true, NULL, T0 + 3), DRIFT_ACTION_YIELD);
+        record("enabled", NULL, DRIFT_ACTION_YIELD, T0 + 3);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled")->writer);
+        g_clear_pointer(&credited, g_ptr_array_unref);
+        credited = drift_credit_announced(&S, "tuned.service", "profile hpc-compute", T0 - DRIFT_ANNOUNCE_USEC);
+        ck_assert_uint_eq(credited->len, 1);
+        ck_assert_str_eq(drift_conflict(&S, "enabled")->writer, "tuned.service");
+        ck_assert(drift_has_writer(&S, "tuned.service"));
+        /* Credited once: a second announcement finds nothing unnamed. */
+        g_clear_pointer(&credited, g_ptr_array_unref);
+        credited = drift_credit_announced(&S, "tuned.service", "profile balanced", T0 - DRIFT_ANNOUNCE_USEC);
+        ck_assert_uint_eq(credited->len, 0);
 }
 END_TEST
 
@@ -192,12 +278,19 @@ START_TEST(test_recent) {
 END_TEST
 
 START_TEST(test_describe) {
-        g_autofree char *named = drift_describe_writer("tuned.service", 12 * USEC_PER_MSEC + 400);
-        g_autofree char *unknown = drift_describe_writer(NULL, 0);
+        DriftEvent ended = { .writer = (char *) "tuned.service", .credit = DRIFT_CREDIT_JOB_ENDED,
+                             .job_age_usec = 12 * USEC_PER_MSEC + 400 };
+        DriftEvent running = { .writer = (char *) "backup.service", .credit = DRIFT_CREDIT_JOB_RUNNING };
+        DriftEvent announced = { .writer = (char *) "tuned.service", .credit = DRIFT_CREDIT_ANNOUNCED };
+        DriftEvent unknown = { .credit = DRIFT_CREDIT_JOB_ENDED };
+        g_autofree char *named = drift_describe_writer(&ended), *nobody = drift_describe_writer(&unknown);
+        g_autofree char *job = drift_describe_writer(&running), *said = drift_describe_writer(&announced);
         g_autofree char *conflict = NULL;
 
         ck_assert_str_eq(named, "likely written by tuned.service (its job finished 12 ms before)");
-        ck_assert_str_eq(unknown, "unknown writer");
+        ck_assert_str_eq(job, "likely written by backup.service (its job was running)");
+        ck_assert_str_eq(said, "written by tuned.service");
+        ck_assert_str_eq(nobody, "unknown writer");
         for (unsigned i = 0; i <= SETTINGS.max_restores; i++)
                 (void) decide("enabled", true, "tuned.service", T0 + i);
         conflict = drift_describe_conflict(drift_conflict(&S, "enabled"));
@@ -211,7 +304,9 @@ static Suite *drift_suite(void) {
         TCase *tc = tcase_create("rules");
 
         tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_attribution);
+        tcase_add_test(tc, test_attribution_found);
+        tcase_add_test(tc, test_attribution_at_the_write);
+        tcase_add_test(tc, test_credit_announced);
         tcase_add_test(tc, test_free_knob_adopted);
         tcase_add_test(tc, test_restore_then_conflict);
         tcase_add_test(tc, test_limit_per_writer_and_knob);
