@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <string.h>
 
 #include "drift.h"
 #include "util.h"
@@ -67,6 +68,11 @@ const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftC
                             uint64_t *ret_job_age_usec) {
         const DriftJob *ended = cause->ended;
 
+        if (cause->process_known && cause->process_unit) {
+                *ret_credit = DRIFT_CREDIT_PROCESS;
+                *ret_job_age_usec = 0;
+                return cause->process_unit;
+        }
         if (cause->running && cause->running->unit) {
                 *ret_credit = DRIFT_CREDIT_JOB_RUNNING;
                 *ret_job_age_usec = 0;
@@ -79,7 +85,7 @@ const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftC
                 *ret_job_age_usec = found_usec - ended->usec;
                 return ended->unit;
         }
-        *ret_credit = DRIFT_CREDIT_NONE;
+        *ret_credit = cause->process_known ? DRIFT_CREDIT_PROCESS : DRIFT_CREDIT_NONE;
         *ret_job_age_usec = 0;
         return NULL;
 }
@@ -150,9 +156,12 @@ GPtrArray *drift_credit_announced(DriftState *s, const char *writer, const char 
 
         for (guint i = 0; i < s->recent->len; i++) {
                 DriftEvent *e = &g_array_index(s->recent, DriftEvent, i);
-                if (e->credit != DRIFT_CREDIT_NONE || e->when_usec < since_realtime_usec)
+                if (!(e->credit == DRIFT_CREDIT_NONE || (e->credit == DRIFT_CREDIT_PROCESS && streq_ptr(e->writer, writer))) ||
+                    e->when_usec < since_realtime_usec)
                         continue;
+                g_free(e->writer);
                 e->writer = g_strdup(writer);
+                g_free(e->writer_detail);
                 e->writer_detail = g_strdup(detail);
                 e->credit = DRIFT_CREDIT_ANNOUNCED;
                 g_ptr_array_add(credited, g_strdup(e->item));
@@ -229,7 +238,20 @@ bool drift_writer_state(DriftState *s, const char *unit, bool running) {
         return true;
 }
 
+char *drift_describe_process(const char *unit, const char *user, const char *comm, int pid) {
+        if (unit && g_str_has_prefix(unit, "session-") && g_str_has_suffix(unit, ".scope") &&
+            strlen(unit) > strlen("session-.scope"))
+                return g_strdup_printf("%s in session %.*s: %s, pid %d", user ?: "a user",
+                                       (int) (strlen(unit) - strlen("session-.scope")), unit + strlen("session-"),
+                                       comm, pid);
+        if (unit)
+                return g_strdup_printf("%s (%s, pid %d)", unit, comm, pid);
+        return g_strdup_printf("%s, pid %d", comm, pid);
+}
+
 char *drift_describe_writer(const DriftEvent *e) {
+        if (e->credit == DRIFT_CREDIT_PROCESS && e->writer_detail)
+                return g_strdup_printf("written by %s", e->writer_detail);
         switch (e->writer ? e->credit : DRIFT_CREDIT_NONE) {
         case DRIFT_CREDIT_ANNOUNCED:
                 return e->writer_detail ? g_strdup_printf("written by %s (%s)", e->writer, e->writer_detail)

@@ -45,6 +45,8 @@ typedef struct DriftCause {
         const DriftJob *running; /* the job started last of those still running, or NULL */
         const DriftJob *ended;   /* the job that ended last, or NULL */
         uint64_t write_usec;     /* CLOCK_MONOTONIC, when the write was seen; 0: only found later */
+        bool process_known;      /* fanotify named the writing process */
+        const char *process_unit;/* ... and the unit it runs in, or NULL */
 } DriftCause;
 
 /* How a writer was named, best first. */
@@ -53,6 +55,7 @@ typedef enum DriftCredit {
         DRIFT_CREDIT_ANNOUNCED,   /* the writer said so itself (TuneD's profile_changed) */
         DRIFT_CREDIT_JOB_RUNNING, /* a unit whose job was running when the write came */
         DRIFT_CREDIT_JOB_ENDED,   /* a unit whose job ended just before the change was found */
+        DRIFT_CREDIT_PROCESS,     /* the writing process, from fanotify (needs CAP_SYS_ADMIN) */
         _DRIFT_CREDIT_MAX,
 } DriftCredit;
 
@@ -102,7 +105,9 @@ void drift_state_done(DriftState *s);
 void drift_reset(DriftState *s);
 
 /* The unit to credit with a change found at found_usec (CLOCK_MONOTONIC), or NULL (unknown
- * writer). A job still running when the change is found wrote it likely; a job that ended
+ * writer). The writing process, where fanotify named it with its unit, is a fact and goes first;
+ * one named without a unit (outside any, or already exited) comes after the jobs. A job still
+ * running when the change is found wrote it likely; a job that ended
  * after the write was seen was running when it came. A change only found later (at a job end
  * or a status call) goes to a job that ended at most DRIFT_ATTRIBUTION_USEC before. Sets
  * *ret_credit, and *ret_job_age_usec for a job that ended. */
@@ -146,6 +151,10 @@ bool drift_has_writer(const DriftState *s, const char *unit);
  * not. Seen running, then not: it stopped, and its conflicts and restore counts go. Returns
  * whether a conflict went, which the daemon answers with an apply. */
 bool drift_writer_state(DriftState *s, const char *unit, bool running);
+
+/* How a writing process is named: "root in session 4: bash, pid 1234" for a login session's
+ * scope, "tuned.service (tuned, pid 812)" for any other unit, "bash, pid 1234" without one. */
+char *drift_describe_process(const char *unit, const char *user, const char *comm, int pid);
 
 /* "written by tuned.service (profile hpc-compute)", "likely written by backup.service (its job
  * was running)", "likely written by tuned.service (its job finished 12 ms before)" or "unknown

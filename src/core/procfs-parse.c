@@ -258,3 +258,22 @@ bool procfs_is_khugepaged_comm(const char *comm) {
 bool procfs_is_kcompactd_comm(const char *comm) {
         return comm && g_str_has_prefix(comm, "kcompactd") && string_is_digits(comm + strlen("kcompactd"));
 }
+
+int procfs_parse_cgroup_unit(const char *content, char **ret_unit) {
+        g_auto(GStrv) lines = g_strsplit(content, "\n", -1);
+
+        for (size_t i = 0; lines[i]; i++) {
+                g_auto(GStrv) parts = NULL;
+
+                if (!g_str_has_prefix(lines[i], "0::/"))
+                        continue;
+                parts = g_strsplit(lines[i] + strlen("0::/"), "/", -1);
+                for (size_t n = g_strv_length(parts); n > 0; n--)
+                        if (g_str_has_suffix(parts[n - 1], ".service") || g_str_has_suffix(parts[n - 1], ".scope")) {
+                                *ret_unit = g_strdup(parts[n - 1]);
+                                return 0;
+                        }
+                return -ENOENT;
+        }
+        return -EBADMSG;
+}

@@ -72,3 +72,9 @@ int procfs_parse_thp_status(const char *status, ProcThpStatus *ret);
 /* True for "khugepaged" / "kcompactd<digits>". */
 bool procfs_is_khugepaged_comm(const char *comm);
 bool procfs_is_kcompactd_comm(const char *comm);
+
+/* The unit a process runs in, from /proc/PID/cgroup: the deepest component of its cgroup v2
+ * path ("0::/...") that names a service or scope ("tuned.service", "session-4.scope",
+ * "thpd-test-writer.service" below a user manager). -ENOENT when there is none (the root
+ * cgroup, a kernel thread), -EBADMSG for content without a v2 line. */
+int procfs_parse_cgroup_unit(const char *content, char **ret_unit);

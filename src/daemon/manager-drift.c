@@ -3,6 +3,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
@@ -11,6 +13,7 @@
 #include "manager-pools.h"
 #include "sysfs.h"
 #include "util.h"
+#include "writer-watch.h"
 
 typedef struct DriftCount {
         char *knob;
@@ -159,6 +162,8 @@ typedef struct WatchedItem {
         Knob knob;
         uint64_t page_size_kb;
         int node;
+        dev_t dev;            /* the file watched, to match fanotify's events */
+        ino_t ino;
         bool dirty;           /* written since the last look */
 } WatchedItem;
 
@@ -187,6 +192,10 @@ struct DriftWatch {
         uint64_t write_realtime_usec;
         GArray *pending;          /* PendingRestore */
         sd_bus_slot *tuned_slot;
+        WriterWatch *writers;     /* NULL without CAP_SYS_ADMIN */
+        bool process_known;       /* fanotify named a writer since the last change judged */
+        uint64_t process_usec;    /* CLOCK_MONOTONIC, when */
+        char *process_unit, *process_text;
 };
 
 static void watched_item_free(gpointer p) {
@@ -255,6 +264,7 @@ static bool last_running_job(const DriftWatch *w, DriftJob *ret) {
 typedef struct Look {
         GArray *events;
         const char *writer;
+        const char *detail;
         DriftCredit credit;
         uint64_t job_age, now, now_realtime, written_realtime;
 } Look;
@@ -266,6 +276,7 @@ static void found_changed(Manager *m, Look *l, const char *item, bool held, char
                 .expected = expected,
                 .found = found,
                 .writer = g_strdup(l->writer),
+                .writer_detail = g_strdup(l->detail),
                 .credit = l->credit,
                 .job_age_usec = l->job_age,
                 .when_usec = l->now_realtime,
@@ -293,16 +304,27 @@ static bool item_wanted(const DriftWatch *w, bool everything, bool is_pool, Knob
 
 static void arm_watches(Manager *m);
 
+static void clear_process(DriftWatch *w) {
+        w->process_known = false;
+        g_clear_pointer(&w->process_unit, g_free);
+        g_clear_pointer(&w->process_text, g_free);
+}
+
 /* Reads the items (those written, or everything) and judges those that changed since the last
  * apply. The value found is the value in force from now on, for the properties too. act: apply
  * at once (a write seen, a job end); otherwise (a status call) only queue the apply, so that the
  * call that noticed the change writes nothing. */
-static void look(Manager *m, bool everything, bool act) {
+static void judge(Manager *m, bool everything, bool act) {
         DriftWatch *w = m->drift_watch;
         g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
         g_autofree char *ended_unit = g_steal_pointer(&w->ended_unit);
         DriftJob running, ended = { .unit = ended_unit, .usec = w->ended_usec };
-        DriftCause cause = { .ended = ended_unit ? &ended : NULL, .write_usec = w->write_usec };
+        DriftCause cause = {
+                .ended = ended_unit ? &ended : NULL,
+                .write_usec = w->write_usec,
+                .process_known = w->process_known,
+                .process_unit = w->process_unit,
+        };
         uint64_t since = w->write_usec;
         Look l = { .events = events, .written_realtime = w->write_realtime_usec };
 
@@ -322,7 +344,13 @@ static void look(Manager *m, bool everything, bool act) {
                 cause.running = &running;
         l.now = now_usec(CLOCK_MONOTONIC);
         l.now_realtime = now_usec(CLOCK_REALTIME);
+        /* A writer named long ago, whose write changed nothing, is not this change's. */
+        if (w->process_known && l.now - w->process_usec > DRIFT_ATTRIBUTION_USEC)
+                clear_process(w);
+        cause.process_known = w->process_known;
+        cause.process_unit = w->process_unit;
         l.writer = drift_attribute(&cause, l.now, &l.credit, &l.job_age);
+        l.detail = l.credit == DRIFT_CREDIT_PROCESS ? w->process_text : NULL;
         if (since == 0)
                 since = l.now;
 
@@ -364,6 +392,9 @@ static void look(Manager *m, bool everything, bool act) {
 
         if (events->len == 0)
                 goto done;
+        /* Named once: the writer fanotify saw goes with the change it made. Kept while nothing
+         * changed: a shell's O_TRUNC is seen, and its writer named, before the write. */
+        clear_process(w);
         /* A conflict that began now: whether its writer runs tells when it stops. A job still
          * running is asked about when it ends. */
         if (l.writer && l.credit != DRIFT_CREDIT_JOB_RUNNING)
@@ -393,6 +424,12 @@ static void look(Manager *m, bool everything, bool act) {
 done:
         for (guint i = 0; i < w->items->len; i++)
                 ((WatchedItem *) g_ptr_array_index(w->items, i))->dirty = false;
+}
+
+static void look(Manager *m, bool everything, bool act) {
+        /* What fanotify knows of the writes this look is about, first. */
+        writer_watch_flush(m->drift_watch->writers);
+        judge(m, everything, act);
 }
 
 void manager_drift_look(Manager *m) {
@@ -485,7 +522,58 @@ static void arm_item(Manager *m, bool is_pool, Knob k, uint64_t size, int node) 
                 it->source = sd_event_source_disable_unref(it->source);
                 /* The job-end and status looks still see what this watch would. */
                 log_debug_errno(r, "Cannot watch %s for writes: %m", path);
+                return;
         }
+        if (w->writers) {
+                struct stat st;
+
+                if (stat(path, &st) >= 0) {
+                        it->dev = st.st_dev;
+                        it->ino = st.st_ino;
+                }
+                r = writer_watch_add(w->writers, path);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot follow the writers of %s: %m", path);
+        }
+}
+
+/* fanotify's event comes with inotify's: name the process now, while it may still run. */
+static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
+        Manager *m = userdata;
+        DriftWatch *w = m->drift_watch;
+        g_autofree char *unit = NULL, *text = NULL;
+        WatchedItem *item = NULL;
+        int r;
+
+        if (pid == getpid())
+                return;
+        for (guint i = 0; i < w->items->len && !item; i++) {
+                WatchedItem *it = g_ptr_array_index(w->items, i);
+
+                if (it->dev == dev && it->ino == ino)
+                        item = it;
+        }
+        if (!item) {
+                log_debug("fanotify: a write by pid %d to a file thpd no longer watches", (int) pid);
+                return;
+        }
+        r = writer_describe(pid, &unit, &text);
+        if (r < 0) {
+                log_debug_errno(r, "fanotify: cannot name pid %d, which wrote a knob: %m", (int) pid);
+                return;
+        }
+        g_free(w->process_unit);
+        g_free(w->process_text);
+        w->process_unit = g_steal_pointer(&unit);
+        w->process_text = g_steal_pointer(&text);
+        w->process_known = true;
+        w->process_usec = now_usec(CLOCK_MONOTONIC);
+        item->dirty = true;
+        if (w->write_usec == 0) {
+                w->write_usec = now_usec(CLOCK_MONOTONIC);
+                w->write_realtime_usec = now_usec(CLOCK_REALTIME);
+        }
+        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
 }
 
 /* Every knob this kernel has and every pool with a baseline: one inotify watch each, no timer. */
@@ -638,6 +726,15 @@ int manager_drift_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the look for knobs written behind thpd's back: %m");
 
+        r = writer_watch_new(m->event, DRIFT_WATCH_PRIORITY, on_writer_seen, m, &w->writers);
+        if (r == -EPERM)
+                log_info("Writers of the knobs are named from unit jobs and TuneD's signal: naming the writing "
+                         "process (fanotify) needs CAP_SYS_ADMIN, which thpd does not have (see thpd.conf(5)).");
+        else if (r < 0)
+                log_warning_errno(r, "Cannot follow the processes writing the knobs (fanotify): %m");
+        else
+                log_info("Naming the processes that write the knobs (fanotify).");
+
         if (m->units) {
                 unit_tracker_set_job_new(m->units, on_job_new);
                 unit_tracker_set_job_ended(m->units, on_job_ended);
@@ -655,6 +752,9 @@ void manager_drift_stop(Manager *m) {
         if (!w)
                 return;
         sd_bus_slot_unref(w->tuned_slot);
+        writer_watch_free(w->writers);
+        g_free(w->process_unit);
+        g_free(w->process_text);
         sd_event_source_disable_unref(w->look);
         g_ptr_array_unref(w->items);
         g_hash_table_destroy(w->running);

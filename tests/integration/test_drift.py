@@ -80,8 +80,8 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(proc.returncode, 0, f'thpd-ctl {" ".join(args)}: {proc.stderr}')
         return proc.stdout
 
-    def start_with_app(self):
-        daemon = self.start_thpd()
+    def start_with_app(self, cap_sys_admin=False):
+        daemon = self.start_thpd(cap_sys_admin=cap_sys_admin)
         self.start_unit(APP)
         self.wait_knobs(enabled='madvise')
         # The knob moves at the start job's JobNew; a status call, answered in order after the
@@ -393,6 +393,27 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.kernel.read_knob('enabled'), 'always')
         self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise'), 4)
         self.assertEqual(self.count(daemon, r'enabled: always -> madvise|enabled: \w+ -> madvise'), 4)
+
+    def test_9_writer_process_named_with_cap_sys_admin(self):
+        """With CAP_SYS_ADMIN (an admin's opt-in), fanotify names the writing process: a unit's
+        shell by its unit, a process outside any unit by its command and pid."""
+        daemon = self.start_with_app(cap_sys_admin=True)
+        daemon.wait_log(r'Naming the processes that write the knobs \(fanotify\)')
+        writer = subprocess.Popen(['/bin/sh', '-c', f'echo never > {self.kernel.knob_path("enabled")}; read x'],
+                                  stdin=subprocess.PIPE)
+        self.addCleanup(writer.wait)
+        self.addCleanup(writer.stdin.close)
+        match = daemon.wait_log(r'enabled: found never instead of madvise, written by (.*); restoring madvise')
+        self.assertRegex(match.group(1), rf'\bsh, pid {writer.pid}\b')
+        self.wait_knobs(enabled='madvise')
+
+        # The shell outlives its write: one that exits at once may be gone, or leaving its
+        # cgroup, before thpd reads /proc (then its running job names it, as without fanotify).
+        self.start_unit('thpd-test-writer.service', '/bin/sh', '-c',
+                        f'echo never > {self.kernel.knob_path("enabled")}; sleep infinity; true')
+        daemon.wait_log(r'enabled: found never instead of madvise, written by thpd-test-writer\.service '
+                        r'\(sh, pid \d+\); restoring madvise')
+        self.wait_knobs(enabled='madvise')
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import unittest
 from pathlib import Path
@@ -138,6 +139,21 @@ class RealKernelRedisTest(ThpdTestCase):
         self.wait_knobs(**baseline)
         second.stop()
         self.assertEqual(snapshot(), self.before)
+
+    def test_root_shell_write_restored_and_named(self):
+        """A root shell writes "always" to the real enabled knob while Redis holds "never": the
+        sysfs store raises the watch's event, thpd restores "never" unasked, and, with
+        CAP_SYS_ADMIN (the opt-in of docs/drift.md), names the shell from fanotify."""
+        daemon = self.start_thpd(cap_sys_admin=True)
+        self.start_unit('redis-server.service', *self.redis_command())
+        self.wait_knobs(enabled='never', defrag='never')
+        shell = subprocess.Popen(['/bin/sh', '-c', f'echo always > {THP / "enabled"}; read x'], stdin=subprocess.PIPE)
+        self.addCleanup(shell.wait)
+        self.addCleanup(shell.stdin.close)
+        match = daemon.wait_log(r'enabled: found always instead of never, written by (.*); restoring never')
+        self.assertRegex(match.group(1), rf'\bsh, pid {shell.pid}\b')
+        self.wait_knobs(enabled='never')
+        daemon.wait_log(r'enabled: never again, [0-9.]+ ms after the write of always')
 
 
 if __name__ == '__main__':

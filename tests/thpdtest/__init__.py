@@ -59,6 +59,7 @@ or through "meson test --suite integration".
 """
 
 import contextlib
+import ctypes
 import os
 import re
 import shlex
@@ -591,10 +592,20 @@ class ScratchKernel:
         return int(self._read_settled(self.pool_path(field, size_kb)))
 
 
+PR_CAPBSET_DROP = 24
+CAP_SYS_ADMIN = 21
+
+
+def _drop_cap_sys_admin():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), 'prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)')
+
+
 class Thpd:
     """One thpd process; see the module docstring."""
 
-    def __init__(self, argv, env, log_path, notify_path):
+    def __init__(self, argv, env, log_path, notify_path, cap_sys_admin=False):
         self.argv = list(argv)
         self.log_path = Path(log_path)
         self.notifications = []
@@ -612,9 +623,13 @@ class Thpd:
         # THPD_WRAPPER runs the daemon under a tool, e.g. valgrind with an error exit code, so
         # that leaks fail stop()'s exit status check.
         wrapper = shlex.split(os.environ.get('THPD_WRAPPER', ''))
+        # thpd.service runs without CAP_SYS_ADMIN, and so does the daemon here unless a test
+        # asks for it (an admin's opt-in, docs/drift.md): dropped from the bounding set, root
+        # keeps every other capability across exec.
         with open(self.log_path, 'wb') as log:
             self.process = subprocess.Popen(wrapper + self.argv, env=env, stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT)
+                                            stdout=log, stderr=subprocess.STDOUT,
+                                            preexec_fn=None if cap_sys_admin else _drop_cap_sys_admin)
 
     @property
     def pid(self):
@@ -769,11 +784,12 @@ class ThpdTestCase(unittest.TestCase):
                 f'--runtime-dir={self.runtime_dir}', f'--policy-dir={self.policy_dir}',
                 f'--config={self.config_path}', '--log-level=debug', *extra]
 
-    def start_thpd(self, *extra, wait_ready=True):
-        """Starts thpd with the test's trees (extra: more options) and waits for READY=1."""
+    def start_thpd(self, *extra, wait_ready=True, cap_sys_admin=False):
+        """Starts thpd with the test's trees (extra: more options) and waits for READY=1.
+        cap_sys_admin: keep CAP_SYS_ADMIN, which thpd.service does not have."""
         n = len(self.daemons) + 1
         daemon = Thpd(self.thpd_argv(*extra), self.stack.env,
-                      self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}')
+                      self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}', cap_sys_admin=cap_sys_admin)
         self.daemons.append(daemon)
         self.addCleanup(daemon.close)
         # Runs before daemon.close, after whatever the test cleans up once the daemon runs.

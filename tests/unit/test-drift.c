@@ -66,6 +66,18 @@ START_TEST(test_attribution_at_the_write) {
         ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_ENDED);
         ck_assert_uint_eq(age, 3);
         ck_assert_str_eq(attribute(NULL, &ended, T0, T0, &credit, &age), "app.service");
+        /* fanotify named the process: that goes first, with or without a unit. */
+        DriftCause process = { .running = &running, .write_usec = T0, .process_known = true,
+                               .process_unit = "session-4.scope" };
+        ck_assert_str_eq(drift_attribute(&process, T0 + 1, &credit, &age), "session-4.scope");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_PROCESS);
+        /* Named without a unit: a running job knows better; without one, the process. */
+        process.process_unit = NULL;
+        ck_assert_str_eq(drift_attribute(&process, T0 + 1, &credit, &age), "backup.service");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_RUNNING);
+        process.running = NULL;
+        ck_assert_ptr_null(drift_attribute(&process, T0 + 1, &credit, &age));
+        ck_assert_int_eq(credit, DRIFT_CREDIT_PROCESS);
         ck_assert_ptr_null(attribute(NULL, &ended, T0 + 1, T0 + 2, &credit, &age));
         ck_assert_int_eq(credit, DRIFT_CREDIT_NONE);
 }
@@ -299,6 +311,34 @@ START_TEST(test_describe) {
 }
 END_TEST
 
+/* A writing process named from fanotify: a login session, a unit, neither; TuneD's own process
+ * is upgraded to its announcement. */
+START_TEST(test_process) {
+        g_autofree char *session = drift_describe_process("session-4.scope", "root", "bash", 1234);
+        g_autofree char *service = drift_describe_process("tuned.service", "root", "tuned", 812);
+        g_autofree char *bare = drift_describe_process(NULL, "root", "sh", 7);
+        g_autofree char *who = NULL;
+        g_autoptr(GPtrArray) credited = NULL;
+        DriftEvent e = {
+                .item = g_strdup("enabled"), .expected = g_strdup("never"), .found = g_strdup("always"),
+                .writer = g_strdup("tuned.service"), .writer_detail = g_strdup(service),
+                .credit = DRIFT_CREDIT_PROCESS, .action = DRIFT_ACTION_RESTORE, .when_usec = T0,
+        };
+
+        ck_assert_str_eq(session, "root in session 4: bash, pid 1234");
+        ck_assert_str_eq(service, "tuned.service (tuned, pid 812)");
+        ck_assert_str_eq(bare, "sh, pid 7");
+        drift_record(&S, &e);
+        who = drift_describe_writer(&g_array_index(S.recent, DriftEvent, 0));
+        ck_assert_str_eq(who, "written by tuned.service (tuned, pid 812)");
+        g_clear_pointer(&who, g_free);
+        credited = drift_credit_announced(&S, "tuned.service", "profile hpc-compute", T0 - 1);
+        ck_assert_uint_eq(credited->len, 1);
+        who = drift_describe_writer(&g_array_index(S.recent, DriftEvent, 0));
+        ck_assert_str_eq(who, "written by tuned.service (profile hpc-compute)");
+}
+END_TEST
+
 static Suite *drift_suite(void) {
         Suite *s = suite_create("drift");
         TCase *tc = tcase_create("rules");
@@ -307,6 +347,7 @@ static Suite *drift_suite(void) {
         tcase_add_test(tc, test_attribution_found);
         tcase_add_test(tc, test_attribution_at_the_write);
         tcase_add_test(tc, test_credit_announced);
+        tcase_add_test(tc, test_process);
         tcase_add_test(tc, test_free_knob_adopted);
         tcase_add_test(tc, test_restore_then_conflict);
         tcase_add_test(tc, test_limit_per_writer_and_knob);

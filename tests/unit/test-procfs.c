@@ -373,6 +373,24 @@ START_TEST(test_thp_status) {
 }
 END_TEST
 
+/* The unit a writer runs in: the deepest service or scope of its v2 cgroup. */
+START_TEST(test_cgroup_unit) {
+        g_autofree char *session = NULL, *nested = NULL, *service = NULL;
+        char *none = NULL;
+
+        ck_assert_int_eq(procfs_parse_cgroup_unit("0::/user.slice/user-0.slice/session-4.scope\n", &session), 0);
+        ck_assert_str_eq(session, "session-4.scope");
+        ck_assert_int_eq(procfs_parse_cgroup_unit("0::/user.slice/user-0.slice/user@0.service/app.slice/"
+                                                  "thpd-test-writer.service\n", &nested), 0);
+        ck_assert_str_eq(nested, "thpd-test-writer.service");
+        ck_assert_int_eq(procfs_parse_cgroup_unit("12:pids:/x\n0::/system.slice/tuned.service/payload\n", &service), 0);
+        ck_assert_str_eq(service, "tuned.service");
+        ck_assert_int_eq(procfs_parse_cgroup_unit("0::/\n", &none), -ENOENT);
+        ck_assert_int_eq(procfs_parse_cgroup_unit("1:name=systemd:/x\n", &none), -EBADMSG);
+        ck_assert_ptr_null(none);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("procfs");
         TCase *tc = tcase_create("core");
@@ -385,6 +403,7 @@ int main(void) {
         tcase_add_test(tc, test_find_kthreads);
         tcase_add_test(tc, test_real_proc);
         tcase_add_test(tc, test_thp_status);
+        tcase_add_test(tc, test_cgroup_unit);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
