@@ -381,6 +381,21 @@
                ` (since ${new Date(Number(since) / 1000).toLocaleString()})`)));
     }
 
+    /* RecentDrift: (knob, expected, found, writer, action, found at µs, written at µs, wrong µs,
+     * writer text), oldest first. */
+    function renderRecentDrift() {
+        const rows = manager.RecentDrift || [];
+        $("recent-drift-card").hidden = rows.length === 0;
+        $("recent-drift-list").replaceChildren(...rows.slice().reverse().map(
+            ([knob, expected, found, writer, action, when, written, wrong, who]) => {
+                const at = new Date(Number(Number(written) || Number(when)) / 1000).toLocaleString();
+                const done = Number(wrong) > 0 ? `${action} after ${(Number(wrong) / 1000).toFixed(1)} ms` : action;
+                return el("li", { "data-knob": knob, "data-writer": writer },
+                          el("span", { class: "thpd-mono", text: `${knob}=${found} instead of ${expected}` }),
+                          `, ${who}; ${done} (${at})`);
+            }));
+    }
+
     function renderDiagnostics() {
         const rows = manager.PolicyDiagnostics || [];
         $("diagnostics-alert").hidden = rows.length === 0;
@@ -411,6 +426,7 @@
         renderStorms();
         renderRestart();
         renderDrift();
+        renderRecentDrift();
         renderDiagnostics();
         renderIsolated();
     }

@@ -38,7 +38,7 @@ static void drift_count_free(gpointer p) {
 /* The metrics label of a change nobody could be credited with; no unit is named like this. */
 #define UNKNOWN_WRITER_LABEL "unknown"
 
-static void count_drift(Manager *m, const char *item, const char *writer, int64_t delta) {
+static void count_drift(Manager *m, const char *item, const char *writer) {
         g_autofree char *key = g_strdup_printf("%s\n%s", item, writer ?: "");
         DriftCount *c;
 
@@ -51,7 +51,7 @@ static void count_drift(Manager *m, const char *item, const char *writer, int64_
                 c->writer = g_strdup(writer ?: UNKNOWN_WRITER_LABEL);
                 g_hash_table_insert(m->drift_counts, g_steal_pointer(&key), c);
         }
-        c->count += delta;
+        c->count++;
 }
 
 static gint compare_counts(gconstpointer a, gconstpointer b) {
@@ -284,7 +284,7 @@ static void found_changed(Manager *m, Look *l, const char *item, bool held, char
         };
 
         e.action = drift_decide(&m->drift, &m->settings.drift, item, held, l->writer, found, l->now, l->now_realtime);
-        count_drift(m, item, l->writer, 1);
+        count_drift(m, item, l->writer);
         journal_event(m, &e);
         g_array_append_val(l->events, e);
 }
@@ -694,11 +694,10 @@ static int on_tuned_profile_changed(sd_bus_message *msg, void *userdata, sd_bus_
         credited = drift_credit_announced(&m->drift, TUNED_UNIT, detail, now_usec(CLOCK_REALTIME) - DRIFT_ANNOUNCE_USEC);
         if (credited->len == 0)
                 return 0;
+        /* thpd_knob_drift_total keeps the label it counted under: a counter never goes down. */
         for (guint i = 0; i < credited->len; i++) {
                 const char *item = g_ptr_array_index(credited, i);
 
-                count_drift(m, item, NULL, -1);
-                count_drift(m, item, TUNED_UNIT, 1);
                 log_notice("%s: the change thpd found was TuneD's (%s, %s).", item, TUNED_UNIT, detail);
         }
         /* A conflict it now has ends when it stops. */

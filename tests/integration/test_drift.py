@@ -357,7 +357,7 @@ class DriftTest(ThpdTestCase):
         """A TuneD-like daemon (com.redhat.tuned on the bus, no unit job) writes enabled=always
         and then sends profile_changed("hpc-compute"), as TuneD does once a switch is applied:
         thpd restores madvise at the write, unasked, and then names tuned.service with the
-        profile in the log, RecentDrift, status and the metrics; switched again and again, it
+        profile in the log, RecentDrift and status; switched again and again, it
         meets the conflict rule, and the conflict names tuned.service."""
         daemon = self.start_with_app()
         tuned = subprocess.Popen([sys.executable, '-B', str(Path(__file__).with_name('fake_tuned.py')),
@@ -377,8 +377,8 @@ class DriftTest(ThpdTestCase):
         status = self.ctl('status')
         self.assertRegex(status, r'Drift: .* enabled=always instead of madvise, written by tuned\.service '
                                  r'\(profile hpc-compute\); restored after \d+ ms')
-        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="tuned.service"}'), 1)
-        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 0)
+        # Counted when thpd acted, before TuneD's announcement: a counter keeps its label.
+        self.assertEqual(self.metric('thpd_knob_drift_total', '{knob="enabled",writer="unknown"}'), 1)
 
         # Switched again and again: after MaxRestores= (3) restores a conflict, which TuneD's
         # next announcement names as its.

@@ -1245,6 +1245,11 @@ class SystemTest(unittest.TestCase):
         for _ in range(3):
             c.run(*writer)
             self.wait_host(enabled='never')
+        # Each restore is listed with its writer and how long the knob was wrong.
+        admin.wait('!thpdDoc().getElementById("recent-drift-card").hidden && '
+                   '/enabled=always instead of never, likely written by thpd-test-writer\\.service .*; restored after '
+                   '[0-9.]+ ms/.test(thpdDoc().getElementById("recent-drift-list").textContent)',
+                   DEADLINE, 'the restores in the page\'s list of changes written behind thpd\'s back')
         c.run(*writer)
         admin.wait('!thpdDoc().getElementById("drift-alert").hidden && thpdDoc().getElementById("drift-list").textContent'
                    '.includes("thpd-test-writer.service keeps setting enabled=always: thpd no longer restores it")',
