@@ -91,10 +91,13 @@ class FaultsTest(ThpdTestCase):
         # Commands run in thpd's mount namespace before it starts (see start_isolated).
         self.namespace_setup = ''
 
+    # unshare needs CAP_SYS_ADMIN; thpd then runs without it, as thpd.service does (setpriv).
+    keep_cap_sys_admin = True
+
     def thpd_argv(self, *extra):
         script = f'set -e\n{self.namespace_setup}\nexec "$@"'
         return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh',
-                *super().thpd_argv(*extra)]
+                'setpriv', '--bounding-set=-sys_admin', '--', *super().thpd_argv(*extra)]
 
     def in_namespace(self, daemon, *argv):
         """Runs a command in thpd's mount namespace."""

@@ -729,6 +729,9 @@ class ThpdTestCase(unittest.TestCase):
     stack_allows_other_users = False
     # See "Steady state" in the module docstring.
     steady_state_check = True
+    # A class whose thpd_argv() starts a helper that needs CAP_SYS_ADMIN (unshare) and drops it
+    # before thpd runs.
+    keep_cap_sys_admin = False
 
     @classmethod
     def setUpClass(cls):
@@ -789,7 +792,8 @@ class ThpdTestCase(unittest.TestCase):
         cap_sys_admin: keep CAP_SYS_ADMIN, which thpd.service does not have."""
         n = len(self.daemons) + 1
         daemon = Thpd(self.thpd_argv(*extra), self.stack.env,
-                      self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}', cap_sys_admin=cap_sys_admin)
+                      self.tmp / f'thpd-{n}.log', self.tmp / f'notify-{n}',
+                      cap_sys_admin=cap_sys_admin or self.keep_cap_sys_admin)
         self.daemons.append(daemon)
         self.addCleanup(daemon.close)
         # Runs before daemon.close, after whatever the test cleans up once the daemon runs.
