@@ -9,7 +9,8 @@ figures; 1 when a row could not run to the end; 77 ("skipped") where the stack c
     PYTHONPATH=tests /usr/bin/python3 -B bench/bench-scale.py --thpd build/src/daemon/thpd --rows 100x200,1000x50
 
 Each row (POLICIES x UNITS) gets a fresh private systemd --user manager and bus
-(thpdtest.Stack, tests/thpdtest/) and thpd --user on a scratch sysfs tree at kernel defaults.
+(thpdtest.Stack, tests/thpdtest/) and thpd --user on a scratch sysfs tree at kernel defaults,
+reading the real /proc as in production (--procfs=scratch: a scratch procfs instead).
 
 Policies
     POLICIES drop-ins: most name three units each (scale-NNNN.service, scale-NNNN-1.service,
@@ -30,6 +31,10 @@ Start to knob written
     and stopped PROBES times: the time from just before "systemctl --user start --no-block" to
     the scratch enabled file reading never (polled every 0.2 ms); its median and p99.
 
+System calls per start
+    Then strace -c follows thpd while --syscall-starts (default 50) more matching units start:
+    the calls it counted, divided by those starts (--syscall-detail: by name). strace slows
+    thpd, so this phase is kept out of the CPU figure.
 RSS: thpd's VmRSS after the probes.
 
 Runs
@@ -39,6 +44,7 @@ Runs
 """
 
 import argparse
+import signal
 import statistics
 import subprocess
 import sys
@@ -121,6 +127,36 @@ def wait_knob(kernel, value):
     return time.monotonic()
 
 
+def count_syscalls(args, stack, thpd, policies, units):
+    """System calls per matching start: strace -c follows thpd (every thread) while
+    --syscall-starts more units start, each matching a policy, one after another; thpd settles
+    before strace stops. Returns (calls per start, {name: calls per start})."""
+    out = Path(tempfile.mkdtemp(prefix='thpd-scale-strace-')) / 'summary'
+    tracer = subprocess.Popen(['strace', '-f', '-c', '-qq', '-U', 'name,calls', '-o', str(out), '-p', str(thpd.pid)],
+                              stderr=subprocess.DEVNULL)
+    try:
+        # strace has attached once thpd reports a tracer.
+        deadline = time.monotonic() + DEADLINE
+        while 'TracerPid:\t0' in Path(f'/proc/{thpd.pid}/status').read_text():
+            if time.monotonic() >= deadline:
+                raise ScaleError('strace did not attach')
+            time.sleep(0.01)
+        wait_settled(thpd.pid)
+        for n in range(units, units + args.syscall_starts):
+            stack.start_unit(unit_of(n % policies, n // policies))
+        wait_settled(thpd.pid)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait()
+    calls = {}
+    for line in out.read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].isdigit() and fields[0] != 'total':
+            calls[fields[0]] = int(fields[1]) / args.syscall_starts
+    subprocess.run(['rm', '-rf', str(out.parent)], check=False)
+    return sum(calls.values()), calls
+
+
 def run_row(args, policies, units):
     tmp = Path(tempfile.mkdtemp(prefix='thpd-scale-'))
     # thpd's records live in /run/thpd, a tmpfs, where a rewrite costs no disk flush: so here.
@@ -142,8 +178,9 @@ def run_row(args, policies, units):
             write_policy(policy_dir, f'scale-{i:04d}.conf', policy_units(i), '[TransparentHugePages]\nDefrag=madvise\n')
         write_policy(policy_dir, 'scale-probe.conf', PROBE, '[TransparentHugePages]\nEnabled=never\n')
         config = tmp / 'thpd.conf'
-        config.write_text('[Storm]\nWatch=no\n')
-        argv = [str(args.thpd), '--user', f'--sysfs={kernel.sysfs}', f'--procfs={kernel.procfs}',
+        config.write_text('' if args.storm_watch else '[Storm]\nWatch=no\n')
+        procfs = '/proc' if args.procfs == 'real' else kernel.procfs
+        argv = [str(args.thpd), '--user', f'--sysfs={kernel.sysfs}', f'--procfs={procfs}',
                 f'--runtime-dir={runtime}', f'--policy-dir={policy_dir}', f'--config={config}']
         thpd = thpdtest.Thpd(argv, stack.env, tmp / 'thpd.log', tmp / 'notify')
         thpd.wait_ready(timeout=DEADLINE)
@@ -159,6 +196,8 @@ def run_row(args, policies, units):
         after = wait_settled(thpd.pid)
         per_start_ms = (after - before) / units / 1e6
 
+        syscalls = count_syscalls(args, stack, thpd, policies, units) if args.syscall_starts else None
+
         latencies = []
         for _ in range(args.probes):
             t0 = time.monotonic()
@@ -169,7 +208,7 @@ def run_row(args, policies, units):
         rss = rss_kb(thpd.pid)
         return {
             'policies': policies, 'units': units, 'cpu_ms': per_start_ms, 'systemd_s': wall,
-            'latencies': latencies, 'rss_kb': rss,
+            'latencies': latencies, 'rss_kb': rss, 'syscalls': syscalls,
         }
     finally:
         if thpd is not None:
@@ -191,6 +230,7 @@ def combine(runs):
         'systemd_s': statistics.median(r['systemd_s'] for r in runs),
         'median_ms': statistics.median(latencies), 'p99_ms': percentile(latencies, 99),
         'rss_kb': max(r['rss_kb'] for r in runs),
+        'syscalls': runs[-1]['syscalls'],
     }
 
 
@@ -208,6 +248,13 @@ def main():
                              'at most three per policy; policies beyond the units match none that runs')
     parser.add_argument('--probes', type=int, default=PROBES)
     parser.add_argument('--runs', type=int, default=1, help='runs per row, each on a fresh stack (default 1)')
+    parser.add_argument('--procfs', choices=('real', 'scratch'), default='real',
+                        help='what thpd reads as /proc: the real one, as in production (default), or a scratch tree')
+    parser.add_argument('--syscall-starts', type=int, default=50,
+                        help='matching starts counted under strace -c after the CPU phase (0: none; default 50)')
+    parser.add_argument('--syscall-detail', action='store_true', help='print the system calls per start by name')
+    parser.add_argument('--storm-watch', action='store_true',
+                        help='keep the storm watcher on, as thpd.conf ships it (default: [Storm] Watch=no)')
     args = parser.parse_args()
 
     reason = thpdtest.stack_unavailable_reason()
@@ -229,10 +276,11 @@ def main():
         results.append(combine(runs))
     load_after = Path('/proc/loadavg').read_text().split()[:3]
 
-    header = ('policies', 'running matched units', 'thpd CPU per start', 'systemd-run wall',
+    header = ('policies', 'running matched units', 'thpd CPU per start', 'system calls per start', 'systemd-run wall',
               'start -> knob written (median / p99)', 'thpd RSS after')
     table = [header] + [
         (f'{r["policies"]:,}', f'{r["units"]:,}', format_cpu(r),
+         f'{r["syscalls"][0]:.1f}' if r['syscalls'] else '-',
          f'{r["systemd_s"]:.2f} s', f'{r["median_ms"]:.1f} / {r["p99_ms"]:.1f} ms', f'{r["rss_kb"] / 1024:.1f} MiB')
         for r in results]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
@@ -241,8 +289,14 @@ def main():
         print('| ' + ' | '.join(c.ljust(w) for c, w in zip(row, widths)) + ' |')
         if n == 0:
             print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
-    print(f'\nload average before {" ".join(load_before)}, after {" ".join(load_after)}; '
+    print(f'\nthpd read {"the real /proc" if args.procfs == "real" else "a scratch procfs"}; '
+          f'load average before {" ".join(load_before)}, after {" ".join(load_after)}; '
           f'{args.probes} probe starts per run, {max(args.runs, 1)} run(s) per row')
+    if args.syscall_detail:
+        for r in results:
+            if r['syscalls']:
+                detail = ', '.join(f'{name} {n:.1f}' for name, n in sorted(r['syscalls'][1].items(), key=lambda x: -x[1]))
+                print(f'{r["policies"]:,} x {r["units"]:,}: {detail}')
     if len(results) > 1:
         print(f'CPU per start, last row / first row: {results[-1]["cpu_ms"] / results[0]["cpu_ms"]:.2f}x')
     return 0

@@ -382,6 +382,11 @@ static void observe(Manager *m, Observation *o) {
                 o->current[k] = KNOB_VALUE_UNSET;
                 if (!m->present[k])
                         continue;
+                /* Watched and not written since thpd last read or wrote it: as thpd left it. */
+                if (manager_drift_knob_unchanged(m, k)) {
+                        o->current[k] = m->applied[k];
+                        continue;
+                }
                 r = manager_read_knob(m, k, &o->current[k]);
                 if (r < 0) {
                         log_error_errno(r, "%s: cannot read: %m", knob_name(k));

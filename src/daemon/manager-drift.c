@@ -184,6 +184,7 @@ struct DriftWatch {
         bool look_everything;     /* a job end queued the look: every item, not only those written */
         GPtrArray *items;         /* WatchedItem*, armed or not */
         bool stale;               /* an item lost its watch, or a pool is new: arm again */
+        bool unwatched;           /* an item has no watch (it could not be added): job ends look at all */
         size_t armed_pools;
         GHashTable *running;      /* unit -> RunningJob*: jobs queued and not yet ended */
         char *ended_unit;         /* the last job end since the last look */
@@ -247,18 +248,19 @@ static void event_clear(gpointer p) {
 
 /* The job started last among those still running. */
 static bool last_running_job(const DriftWatch *w, DriftJob *ret) {
+        DriftJob last = {};
         GHashTableIter iter;
         const char *unit;
         RunningJob *job;
-        bool found = false;
 
         g_hash_table_iter_init(&iter, w->running);
         while (g_hash_table_iter_next(&iter, (gpointer *) &unit, (gpointer *) &job))
-                if (!found || job->usec > ret->usec) {
-                        *ret = (DriftJob) { .unit = unit, .usec = job->usec };
-                        found = true;
-                }
-        return found;
+                if (!last.unit || job->usec > last.usec)
+                        last = (DriftJob) { .unit = unit, .usec = job->usec };
+        if (!last.unit)
+                return false;
+        *ret = last;
+        return true;
 }
 
 typedef struct Look {
@@ -317,6 +319,7 @@ static void clear_process(DriftWatch *w) {
 static void judge(Manager *m, bool everything, bool act) {
         DriftWatch *w = m->drift_watch;
         g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(DriftEvent));
+        bool unreadable[_KNOB_MAX] = {};
         g_autofree char *ended_unit = g_steal_pointer(&w->ended_unit);
         DriftJob running, ended = { .unit = ended_unit, .usec = w->ended_usec };
         DriftCause cause = {
@@ -328,16 +331,18 @@ static void judge(Manager *m, bool everything, bool act) {
         uint64_t since = w->write_usec;
         Look l = { .events = events, .written_realtime = w->write_realtime_usec };
 
-        everything = everything || w->look_everything;
+        /* A job end looks at everything only where a write could go unseen. */
+        everything = everything || (w->look_everything && w->unwatched);
         w->look_everything = false;
         w->write_usec = w->write_realtime_usec = 0;
         (void) sd_event_source_set_enabled(w->look, SD_EVENT_OFF);
         if (w->stale)
                 arm_watches(m);
 
-        /* Before the first apply with the unit list there is nothing thpd applied to compare. */
+        /* Before the first apply with the unit list there is nothing thpd applied to compare;
+         * what was written stays marked, for the apply to read. */
         if (!m->applied_once || !manager_units_known(m))
-                goto done;
+                return;
 
         g_array_set_clear_func(events, event_clear);
         if (last_running_job(w, &running))
@@ -362,8 +367,13 @@ static void judge(Manager *m, bool everything, bool act) {
                     !item_wanted(w, everything, false, k, 0, 0))
                         continue;
                 /* A knob that cannot be read (a write half done, truncated) is looked at again at
-                 * the write's next event, or is the next apply's error to report. */
-                if (manager_read_knob(m, k, &found) < 0 || found == m->applied[k])
+                 * the write's next event, or is the next apply's error to report: it stays marked
+                 * as written, so that the apply reads it. */
+                if (manager_read_knob(m, k, &found) < 0) {
+                        unreadable[k] = true;
+                        continue;
+                }
+                if (found == m->applied[k])
                         continue;
                 found_changed(m, &l, knob_name(k), knob_held(m, k), g_strdup(knob_value_to_string(k, m->applied[k], a)),
                               g_strdup(knob_value_to_string(k, found, b)));
@@ -422,8 +432,11 @@ static void judge(Manager *m, bool everything, bool act) {
         else
                 manager_queue_apply(m);
 done:
-        for (guint i = 0; i < w->items->len; i++)
-                ((WatchedItem *) g_ptr_array_index(w->items, i))->dirty = false;
+        for (guint i = 0; i < w->items->len; i++) {
+                WatchedItem *it = g_ptr_array_index(w->items, i);
+
+                it->dirty = !it->is_pool && unreadable[it->knob];
+        }
 }
 
 static void look(Manager *m, bool everything, bool act) {
@@ -478,7 +491,10 @@ static int on_write(sd_event_source *s, const struct inotify_event *event, void 
         if (event->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 item->source = sd_event_source_disable_unref(item->source);
                 w->stale = true;
-        }
+        } else if (w->writers)
+                /* fanotify reports the same write with its writer; inotify wakes the loop a
+                 * moment sooner, and a look then would not know who wrote. */
+                return 0;
         item->dirty = true;
         if (w->write_usec == 0) {
                 w->write_usec = now_usec(CLOCK_MONOTONIC);
@@ -488,7 +504,7 @@ static int on_write(sd_event_source *s, const struct inotify_event *event, void 
         return 0;
 }
 
-static WatchedItem *find_item(DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
+static WatchedItem *find_item(const DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
         for (guint i = 0; i < w->items->len; i++) {
                 WatchedItem *it = g_ptr_array_index(w->items, i);
 
@@ -537,7 +553,8 @@ static void arm_item(Manager *m, bool is_pool, Knob k, uint64_t size, int node) 
         }
 }
 
-/* fanotify's event comes with inotify's: name the process now, while it may still run. */
+/* A write fanotify reported: thpd's own is not drift; any other is named now, while its process
+ * may still run, and looked at. */
 static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
         Manager *m = userdata;
         DriftWatch *w = m->drift_watch;
@@ -553,13 +570,19 @@ static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
                 if (it->dev == dev && it->ino == ino)
                         item = it;
         }
-        if (!item) {
-                log_debug("fanotify: a write by pid %d to a file thpd no longer watches", (int) pid);
+        if (!item)
                 return;
+        item->dirty = true;
+        if (w->write_usec == 0) {
+                w->write_usec = now_usec(CLOCK_MONOTONIC);
+                w->write_realtime_usec = now_usec(CLOCK_REALTIME);
         }
+        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
+
         r = writer_describe(pid, &unit, &text);
         if (r < 0) {
-                log_debug_errno(r, "fanotify: cannot name pid %d, which wrote a knob: %m", (int) pid);
+                log_debug_errno(r, "Cannot name pid %d, which wrote %s: %m", (int) pid,
+                                item->is_pool ? "a pool" : knob_name(item->knob));
                 return;
         }
         g_free(w->process_unit);
@@ -568,12 +591,6 @@ static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
         w->process_text = g_steal_pointer(&text);
         w->process_known = true;
         w->process_usec = now_usec(CLOCK_MONOTONIC);
-        item->dirty = true;
-        if (w->write_usec == 0) {
-                w->write_usec = now_usec(CLOCK_MONOTONIC);
-                w->write_realtime_usec = now_usec(CLOCK_REALTIME);
-        }
-        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
 }
 
 /* Every knob this kernel has and every pool with a baseline: one inotify watch each, no timer. */
@@ -587,6 +604,20 @@ static void arm_watches(Manager *m) {
         for (size_t i = 0; i < m->baseline.n_pools; i++)
                 arm_item(m, true, 0, m->baseline.pools[i].page_size_kb, m->baseline.pools[i].node);
         w->armed_pools = m->baseline.n_pools;
+        w->unwatched = false;
+        for (guint i = 0; i < w->items->len; i++)
+                if (!((WatchedItem *) g_ptr_array_index(w->items, i))->source)
+                        w->unwatched = true;
+}
+
+bool manager_drift_knob_unchanged(const Manager *m, Knob k) {
+        const DriftWatch *w = m->drift_watch;
+        const WatchedItem *it;
+
+        if (!w || w->stale || m->applied[k] == KNOB_VALUE_UNSET)
+                return false;
+        it = find_item(w, false, k, 0, 0);
+        return it && it->source && !it->dirty;
 }
 
 static PendingRestore *find_pending(DriftWatch *w, const char *item, guint *ret_index) {
@@ -690,6 +721,10 @@ static int on_tuned_profile_changed(sd_bus_message *msg, void *userdata, sd_bus_
                 log_debug_errno(r, "Ignoring a malformed profile_changed signal from TuneD: %m");
                 return 0;
         }
+        /* TuneD wrote before it said so, but its signal can be handled before the look that
+         * its writes queued (a bus message goes before it): look first. */
+        if (sd_event_source_get_enabled(m->drift_watch->look, NULL) > 0)
+                look(m, false, true);
         detail = g_strdup_printf("profile %s", profile);
         credited = drift_credit_announced(&m->drift, TUNED_UNIT, detail, now_usec(CLOCK_REALTIME) - DRIFT_ANNOUNCE_USEC);
         if (credited->len == 0)

@@ -22,6 +22,10 @@ void manager_drift_stop(Manager *m);
  * notes how long each item restored since the last look was wrong. */
 void manager_drift_applied(Manager *m);
 
+/* Whether the knob's file is watched and nobody wrote it since thpd last read or wrote it: then
+ * m->applied[k] is what the kernel has, and an apply need not read it. */
+bool manager_drift_knob_unchanged(const Manager *m, Knob k);
+
 /* A status or Explain call is about to be answered: reads every item, records and reports what
  * changed, and queues the apply that acts on it. Writes nothing itself. */
 void manager_drift_look(Manager *m);
