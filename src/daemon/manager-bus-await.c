@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
 #include "log.h"
 #include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
@@ -59,6 +61,60 @@ static int on_awaiter_gone(sd_bus_track *track, void *userdata) {
         return 0;
 }
 
+static int on_await_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* One timer for the earliest deadline: awaiters come with the same timeout, so in order. */
+static void arm_await_timer(Manager *m) {
+        BusData *d = m->bus_data;
+        uint64_t next = UINT64_MAX;
+        int r;
+
+        for (guint i = 0; i < d->awaiters->len; i++)
+                next = MIN(next, ((const Awaiter *) g_ptr_array_index(d->awaiters, i))->deadline);
+        if (next == UINT64_MAX) {
+                if (d->await_timer)
+                        (void) sd_event_source_set_enabled(d->await_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!d->await_timer)
+                r = sd_event_add_time(m->event, &d->await_timer, CLOCK_MONOTONIC, next, USEC_PER_SEC, on_await_timer, m);
+        else {
+                r = sd_event_source_set_time(d->await_timer, next);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(d->await_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Cannot arm the Await() deadline; waiting callers are answered when they leave: %m");
+}
+
+static int on_await_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        BusData *d = m->bus_data;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        for (guint i = 0; i < d->awaiters->len;) {
+                Awaiter *a = g_ptr_array_index(d->awaiters, i);
+                const char *unit = NULL;
+                int r;
+
+                if (a->deadline > now) {
+                        i++;
+                        continue;
+                }
+                if (sd_bus_message_rewind(a->call, true) >= 0)
+                        (void) sd_bus_message_read(a->call, "s", &unit);
+                r = sd_bus_reply_method_errorf(a->call, THPD_ERROR_TIMEOUT,
+                                               "The policy of %s was not applied within AwaitTimeout= (%" PRIu64 " s).",
+                                               unit ?: "the unit", m->settings.await_timeout_usec / USEC_PER_SEC);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot answer an Await() that timed out: %m");
+                log_debug("Await(%s) from %s: timed out.", unit ?: "?", sd_bus_message_get_sender(a->call));
+                g_ptr_array_remove_index(d->awaiters, i);
+        }
+        arm_await_timer(m);
+        return 0;
+}
+
 void bus_answer_awaiters(Manager *m) {
         BusData *d = m->bus_data;
 
@@ -73,6 +129,7 @@ void bus_answer_awaiters(Manager *m) {
                 }
                 g_ptr_array_remove_index(d->awaiters, i);
         }
+        arm_await_timer(m);
 }
 
 static bool unit_name_plausible(const char *unit) {
@@ -81,11 +138,30 @@ static bool unit_name_plausible(const char *unit) {
         return strlen(unit) <= UNIT_NAME_MAX && dot && dot != unit && dot[1] && !strchr(unit, '/');
 }
 
+/* The caller's effective uid; one that cannot be told counts as a user of its own. */
+static uid_t sender_uid(sd_bus_message *msg) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds) < 0 || sd_bus_creds_get_euid(creds, &uid) < 0)
+                return (uid_t) -1;
+        return uid;
+}
+
+static unsigned awaiters_of(const BusData *d, uid_t uid) {
+        unsigned n = 0;
+
+        for (guint i = 0; i < d->awaiters->len; i++)
+                n += ((const Awaiter *) g_ptr_array_index(d->awaiters, i))->uid == uid;
+        return n;
+}
+
 int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         BusData *d = m->bus_data;
         const char *unit, *sender = sd_bus_message_get_sender(msg);
         Awaiter *a;
+        uid_t uid;
         int r;
 
         r = sd_bus_message_read(msg, "s", &unit);
@@ -106,9 +182,16 @@ int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (d->awaiters->len >= AWAITERS_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "%u Await() calls are already waiting; try again later.", AWAITERS_MAX);
+        uid = sender_uid(msg);
+        if (uid != 0 && awaiters_of(d, uid) >= AWAITERS_PER_UID_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "This user has %u Await() calls waiting already; try again later.",
+                                         AWAITERS_PER_UID_MAX);
 
         a = g_new0(Awaiter, 1);
         a->m = m;
+        a->uid = uid;
+        a->deadline = now_usec(CLOCK_MONOTONIC) + m->settings.await_timeout_usec;
         a->call = sd_bus_message_ref(msg);
         r = sd_bus_track_new(m->bus, &a->track, on_awaiter_gone, a);
         if (r >= 0)
@@ -118,6 +201,7 @@ int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 return r;
         }
         g_ptr_array_add(d->awaiters, a);
+        arm_await_timer(m);
         log_debug("Await(%s) from %s: waiting for its policy.", unit, sender);
         return 1;
 }

@@ -9,6 +9,8 @@
 /* Await() callers held at once. Each costs a message and a bus match; beyond this a caller gets
  * LimitsExceeded instead of our memory. */
 #define AWAITERS_MAX 1024U
+/* Await() calls one user (but root) may have waiting: another user's still find a slot. */
+#define AWAITERS_PER_UID_MAX 64U
 
 /* Caller-supplied strings are cut to this many characters in error messages and logs. */
 #define QUOTE_MAX 64
@@ -20,6 +22,8 @@ typedef struct Awaiter {
         Manager *m;
         sd_bus_message *call;
         sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
+        uid_t uid;           /* the caller's effective uid */
+        uint64_t deadline;   /* CLOCK_MONOTONIC µs: answered with THPD_ERROR_TIMEOUT then */
 } Awaiter;
 
 /* PropertiesChanged goes out at most this often while things change (emit_changed_properties()). */
@@ -48,7 +52,8 @@ typedef struct BusData {
         sd_bus_slot *status_filter_slot;
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
-        GPtrArray *awaiters;               /* Awaiter* */
+        GPtrArray *awaiters;               /* Awaiter*, in the order they came */
+        sd_event_source *await_timer;      /* the earliest awaiter's deadline */
         /* A digest of each tracked property's value as last announced: PropertiesChanged goes out
          * only for what really changed, so an idle daemon is silent. A digest, not the value:
          * Knobs alone is 4 kB as text, which the daemon would hold for good and rebuild at every

@@ -657,6 +657,7 @@ static void on_free(Manager *m, void *userdata) {
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
         sd_event_source_disable_unref(d->announce_timer);
+        sd_event_source_disable_unref(d->await_timer);
         polkit_registry_free(d->polkit);
         sd_bus_slot_unref(d->vtable_slot);
         sd_bus_slot_unref(d->status_filter_slot);

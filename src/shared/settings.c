@@ -15,6 +15,7 @@ void settings_init(Settings *c) {
                 .restore_on_exit = true,
                 .storm_watch = true,
                 .pool_grace_usec = SETTINGS_DEFAULT_POOL_GRACE_USEC,
+                .await_timeout_usec = SETTINGS_DEFAULT_AWAIT_TIMEOUT_USEC,
                 .pool_alloc_retries = SETTINGS_DEFAULT_POOL_ALLOC_RETRIES,
                 .log_level = -1,
                 .drift = {
@@ -82,6 +83,10 @@ static int daemon_setting(ParseState *s, const char *key, const char *value) {
                 if (parse_duration_usec(value, &n) < 0)
                         goto invalid;
                 c->pool_grace_usec = n;
+        } else if (streq(key, "AwaitTimeout")) {
+                if (parse_duration_usec(value, &n) < 0 || n == 0)
+                        goto invalid;
+                c->await_timeout_usec = n;
         } else if (streq(key, "PoolAllocRetries")) {
                 if (parse_u64(value, &n) < 0 || n > SETTINGS_MAX_POOL_ALLOC_RETRIES)
                         goto invalid;

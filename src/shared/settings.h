@@ -9,6 +9,9 @@
 /* Daemon settings from thpd.conf (and thpd.conf.d/ drop-ins). */
 
 #define SETTINGS_DEFAULT_POOL_GRACE_USEC (30 * UINT64_C(1000000))
+/* An Await() call thpd has not answered by then gets an error: a caller that never leaves the
+ * bus must not hold its slot for ever. Longer than any sensible start timeout. */
+#define SETTINGS_DEFAULT_AWAIT_TIMEOUT_USEC (5 * 60 * UINT64_C(1000000))
 #define SETTINGS_DEFAULT_POOL_ALLOC_RETRIES 3U
 #define SETTINGS_MAX_POOL_ALLOC_RETRIES 100U
 #define SETTINGS_MAX_DRIFT_RESTORES 1000U
@@ -16,6 +19,7 @@
 typedef struct Settings {
         bool restore_on_exit;
         uint64_t pool_grace_usec;
+        uint64_t await_timeout_usec;      /* [Daemon] AwaitTimeout= */
         unsigned pool_alloc_retries;
         int log_level;                    /* -1: not configured */
         KnobValue baseline[_KNOB_MAX];    /* explicit baseline values; UNSET = the kernel's own */

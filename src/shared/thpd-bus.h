@@ -14,6 +14,7 @@
 #define THPD_ERROR_INVALID_VALUE "org.thpd1.Error.InvalidValue"
 #define THPD_ERROR_INVALID_DURATION "org.thpd1.Error.InvalidDuration"
 #define THPD_ERROR_FAILED "org.thpd1.Error.Failed"
+#define THPD_ERROR_TIMEOUT "org.thpd1.Error.Timeout"
 
 /* The polkit action of Reload, SetOverride and ClearOverride (data/org.thpd1.policy). */
 #define THPD_POLKIT_ACTION "org.thpd1.manage"

@@ -17,6 +17,7 @@ Run as root:
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -65,6 +66,38 @@ SYSTEM_BUS_CONFIG = """\
   </policy>
   <include>{policy}</include>
 </busconfig>
+"""
+
+FLOOD_UNIT = 'flood.service'
+AWAIT_TIMEOUT = 5
+# More than the daemon's global bound (1,024) and below the bus's own per-connection limit of
+# pending replies (128): 11 connections of 100 calls.
+FLOOD_CONNECTIONS, FLOOD_CALLS = 11, 100
+
+# Runs as one user: sends FLOOD_CONNECTIONS x FLOOD_CALLS Await(flood.service) calls without
+# waiting, prints "refused" once the expected number of refusals came (the rest are held by
+# thpd), then {answer: count} once every call is answered.
+FLOOD_SCRIPT = """\
+import collections, dbus, json, sys
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+address, unit, connections, calls, refusals = json.loads(sys.argv[1])
+DBusGMainLoop(set_as_default=True)
+answers = collections.Counter()
+loop = GLib.MainLoop()
+def done(name):
+    answers[name] += 1
+    if name == 'org.freedesktop.DBus.Error.LimitsExceeded' and answers[name] == refusals:
+        print('refused', flush=True)
+    if sum(answers.values()) == connections * calls:
+        loop.quit()
+buses = [dbus.bus.BusConnection(address) for _ in range(connections)]
+for bus in buses:
+    for _ in range(calls):
+        bus.call_async('org.thpd1', '/org/thpd1', 'org.thpd1.Manager', 'Await', 's', [unit],
+                       lambda *a: done('ok'), lambda e: done(e.get_dbus_name()), timeout=600)
+loop.run()
+print(json.dumps(answers), flush=True)
 """
 
 # Runs as uid 65534: calls a method with python3-dbus and prints [error name, message, result].
@@ -155,7 +188,12 @@ class BusTestCase(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.kernel_dir, ignore_errors=True)
         cls.kernel = ScratchKernel(cls.kernel_dir / 'kernel')
         (cls.kernel_dir / 'policy.d').mkdir(mode=0o755)
-        (cls.kernel_dir / 'thpd.conf').write_text('[Daemon]\n')
+        # No systemd manager answers on this bus: an Await() for flood.service waits until
+        # AwaitTimeout=.
+        flood = cls.kernel_dir / 'policy.d' / 'flood.conf'
+        flood.write_text(f'[Policy]\nUnits={FLOOD_UNIT}\n[TransparentHugePages]\nEnabled=never\n')
+        flood.chmod(0o644)
+        (cls.kernel_dir / 'thpd.conf').write_text(f'[Daemon]\nAwaitTimeout={AWAIT_TIMEOUT}s\n')
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=cls.address)
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         # The system-bus mode: no --user. No systemd manager answers on this bus, so thpd keeps
@@ -213,6 +251,34 @@ class BusTestCase(unittest.TestCase):
 
 
 class BusPolicyTest(BusTestCase):
+
+    def test_await_flood_leaves_other_users_a_slot(self):
+        """uid 65534 keeps 1,100 Await() calls pending: thpd holds 64 of them (its per-user bound)
+        and refuses the rest; a second user's Await() still gets a slot, and every held call is
+        answered by thpd at AwaitTimeout=, not left to the bus."""
+        total = FLOOD_CONNECTIONS * FLOOD_CALLS
+        held = 64
+        flood = subprocess.Popen([*NOBODY, '/usr/bin/python3', '-c', FLOOD_SCRIPT,
+                                  json.dumps([self.address, FLOOD_UNIT, FLOOD_CONNECTIONS, FLOOD_CALLS, total - held])],
+                                 env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: flood.poll() is None and flood.kill())
+        # Every call beyond the per-user bound is refused at once; the others wait in thpd.
+        ready, _, _ = select.select([flood.stdout], [], [], 60)
+        self.assertTrue(ready, f'the flood did not get {total - held} refusals within 60 s')
+        self.assertEqual(flood.stdout.readline().strip(), 'refused', flood.stderr.read() if flood.poll() else '')
+
+        second = subprocess.run(['setpriv', '--reuid=1', '--regid=1', '--clear-groups', '--', '/usr/bin/python3', '-c',
+                                 CALL_SCRIPT, json.dumps([self.address, BUS_NAME, BUS_PATH, INTERFACE, 'Await', 's',
+                                                          [FLOOD_UNIT]])],
+                                env=self.env(), capture_output=True, text=True, check=False, timeout=120)
+        self.assertEqual(second.returncode, 0, second.stderr)
+        error = json.loads(second.stdout)
+        self.assertEqual(error[0], 'org.thpd1.Error.Timeout', error)
+        self.assertIn(f'{FLOOD_UNIT} was not applied within AwaitTimeout= ({AWAIT_TIMEOUT} s)', error[1])
+
+        out, err = flood.communicate(timeout=120)
+        self.assertEqual(json.loads(out.splitlines()[-1]),
+                         {'org.freedesktop.DBus.Error.LimitsExceeded': total - held, 'org.thpd1.Error.Timeout': held}, err)
 
     def test_only_root_owns_the_name(self):
         owner = self.root.call_blocking('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
