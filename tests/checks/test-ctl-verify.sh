@@ -12,6 +12,12 @@ trap 'rm -rf "$scratch"' EXIT
 umask 022
 # Without root the scratch files are ours; trust our own uid instead of 0.
 [ "$(id -u)" -eq 0 ] || export THPD_TRUSTED_UID="$(id -u)"
+# verify warns about a policy file others may write, as thpd would not trust it: check copies
+# with the mode a package installs, whatever umask the checkout was made with.
+mkdir "$scratch/bad"
+cp "$bad"/*.conf "$scratch/bad/"
+chmod 0644 "$scratch/bad"/*.conf
+bad=$scratch/bad
 
 fail() {
         echo "FAIL: $*"

@@ -111,8 +111,13 @@ done
 # between "Commands:" and the next heading.
 verbs=$("$thpd_ctl" --help | sed -n '/^Commands:/,/^[A-Z]/{/^  [a-z]/p}' | awk '{ print $1 }' | sort -u)
 [[ -n $verbs ]] || fail "thpd-ctl --help lists no commands"
+# A verb's entry starts at the body text's indentation, which groff chose (7 columns up to 1.22,
+# 5 from 1.23 on): taken from the line under NAME.
+body_indent=$(awk '/^NAME$/ { getline; match($0, /^ */); print RLENGTH; exit }' "$tmp/thpd-ctl.1.txt")
+[[ ${body_indent:-0} -gt 0 ]] || fail "thpd-ctl.1: no indented line under NAME"
+body_indent=$(printf '%*s' "${body_indent:-0}" '')
 for v in $verbs; do
-        grep -qE "^       $v( |$)" "$tmp/thpd-ctl.1.txt" || fail "thpd-ctl.1 has no entry for the command '$v'"
+        grep -qE "^$body_indent$v( |$)" "$tmp/thpd-ctl.1.txt" || fail "thpd-ctl.1 has no entry for the command '$v'"
 done
 opts=$("$thpd_ctl" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u)
 for o in $opts; do
