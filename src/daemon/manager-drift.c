@@ -164,6 +164,7 @@ typedef struct WatchedItem {
         int node;
         dev_t dev;            /* the file watched, to match fanotify's events */
         ino_t ino;
+        bool fanotify;        /* fanotify reports its writes (and inotify only replacements) */
         bool dirty;           /* written since the last look */
 } WatchedItem;
 
@@ -490,8 +491,9 @@ static int on_write(sd_event_source *s, const struct inotify_event *event, void 
          * file, and look at what it holds. */
         if (event->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 item->source = sd_event_source_disable_unref(item->source);
+                item->fanotify = false;
                 w->stale = true;
-        } else if (w->writers)
+        } else if (item->fanotify)
                 /* fanotify reports the same write with its writer; inotify wakes the loop a
                  * moment sooner, and a look then would not know who wrote. */
                 return 0;
@@ -548,6 +550,7 @@ static void arm_item(Manager *m, bool is_pool, Knob k, uint64_t size, int node) 
                         it->ino = st.st_ino;
                 }
                 r = writer_watch_add(w->writers, path);
+                it->fanotify = r >= 0;
                 if (r < 0)
                         log_debug_errno(r, "Cannot follow the writers of %s: %m", path);
         }

@@ -90,27 +90,44 @@ class DriftTest(ThpdTestCase):
         self.ctl('show', '-p', 'Version')
         return daemon
 
+    # A unit's writer waits a moment before it writes. thpd names it from systemd's JobNew, which
+    # reaches thpd through the bus daemon, while the write's inotify event comes from the kernel:
+    # on a loaded machine the event can come first, and the write is then an unknown writer's,
+    # which has a restore count of its own. Real writers (TuneD, sysfsutils) write well after
+    # their job began.
+    WRITER_DELAY = 'sleep 0.2; '
+
     def writer_command(self, knob, value, count_file=None):
-        script = f'echo {value} > {self.kernel.knob_path(knob)}'
+        script = f'{self.WRITER_DELAY}echo {value} > {self.kernel.knob_path(knob)}'
         if count_file:
             script += f'; echo x >> {count_file}'
         return ('/bin/sh', '-c', script)
 
     @staticmethod
     def next_event(monitor, signal, deadline=DEADLINE):
-        """The next line of thpd-ctl --json monitor for that signal."""
+        """The next line of thpd-ctl --json monitor for that signal. Reads the pipe itself: a
+        buffered readline() after select() would leave lines that came in one burst in Python's
+        buffer, where select() does not see them."""
         end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            ready, _, _ = select.select([monitor.stdout], [], [], end - time.monotonic())
+        pending = monitor.__dict__.setdefault('pending_lines', [])
+        partial = monitor.__dict__.setdefault('partial_line', [b''])
+        seen = []
+        while True:
+            while pending:
+                event = json.loads(pending.pop(0))
+                if event['signal'] == signal:
+                    return event
+                seen.append(event['signal'])
+            remaining = end - time.monotonic()
+            ready, _, _ = select.select([monitor.stdout], [], [], max(remaining, 0))
             if not ready:
                 break
-            line = monitor.stdout.readline()
-            if not line:
+            data = os.read(monitor.stdout.fileno(), 65536)
+            if not data:
                 break
-            event = json.loads(line)
-            if event['signal'] == signal:
-                return event
-        raise AssertionError(f'no {signal} signal within {deadline} s')
+            *lines, partial[0] = (partial[0] + data).split(b'\n')
+            pending.extend(line.decode() for line in lines if line)
+        raise AssertionError(f'no {signal} signal within {deadline} s; the monitor printed {seen}')
 
     def validate(self, instance, verb):
         jsonschema.validate(instance, {**SCHEMA, '$ref': f'#/$defs/{verb}'}, cls=jsonschema.Draft202012Validator)
@@ -302,7 +319,7 @@ class DriftTest(ThpdTestCase):
         self.wait_pool(16)
         self.ctl('show', '-p', 'Version')
         pool = self.kernel.pool_path()
-        writer = ('/bin/sh', '-c', f'echo 0 > {pool}')
+        writer = ('/bin/sh', '-c', f'{self.WRITER_DELAY}echo 0 > {pool}')
 
         self.start_unit('thpd-test-pool-writer.service', *writer, properties=('Type=oneshot',))
         daemon.wait_log(r'hugepages-2048kB/nr_hugepages: found 0 instead of 16, likely written by '
