@@ -15,6 +15,9 @@
 #include "unit-record.h"
 #include "util.h"
 
+/* mkdtemp(3) replaces the six X's with a unique name. */
+#define RECORDS_DIR_TEMPLATE "fuzz-records-XXXXXX"
+
 static char *dir;
 static char *path;
 
@@ -28,11 +31,11 @@ static void remove_dir(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         fuzz_quiet_log();
-        /* On a tmpfs, as /run is: the record writes fsync. */
-        dir = g_strdup("/dev/shm/fuzz-records-XXXXXX");
+        /* On a tmpfs, as /run is, where the records' fsync costs nothing; else in $TMPDIR. */
+        dir = g_build_filename("/dev/shm", RECORDS_DIR_TEMPLATE, NULL);
         if (!g_mkdtemp(dir)) {
                 g_free(dir);
-                dir = g_dir_make_tmp("fuzz-records-XXXXXX", NULL);
+                dir = g_dir_make_tmp(RECORDS_DIR_TEMPLATE, NULL);
         }
         if (!dir)
                 abort();

@@ -292,17 +292,24 @@ static void found_changed(Manager *m, Look *l, const char *item, bool held, char
         g_array_append_val(l->events, e);
 }
 
+static WatchedItem *find_item(const DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
+        for (guint i = 0; i < w->items->len; i++) {
+                WatchedItem *it = g_ptr_array_index(w->items, i);
+
+                if (it->is_pool == is_pool && (is_pool ? it->page_size_kb == size && it->node == node : it->knob == k))
+                        return it;
+        }
+        return NULL;
+}
+
+/* Whether a look reads the item: every item, or those written since the last look. */
 static bool item_wanted(const DriftWatch *w, bool everything, bool is_pool, Knob k, uint64_t size, int node) {
+        const WatchedItem *it;
+
         if (everything)
                 return true;
-        for (guint i = 0; i < w->items->len; i++) {
-                const WatchedItem *it = g_ptr_array_index(w->items, i);
-
-                if (it->dirty && it->is_pool == is_pool &&
-                    (is_pool ? it->page_size_kb == size && it->node == node : it->knob == k))
-                        return true;
-        }
-        return false;
+        it = find_item(w, is_pool, k, size, node);
+        return it && it->dirty;
 }
 
 static void arm_watches(Manager *m);
@@ -504,16 +511,6 @@ static int on_write(sd_event_source *s, const struct inotify_event *event, void 
         }
         (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
         return 0;
-}
-
-static WatchedItem *find_item(const DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
-        for (guint i = 0; i < w->items->len; i++) {
-                WatchedItem *it = g_ptr_array_index(w->items, i);
-
-                if (it->is_pool == is_pool && (is_pool ? it->page_size_kb == size && it->node == node : it->knob == k))
-                        return it;
-        }
-        return NULL;
 }
 
 static void arm_item(Manager *m, bool is_pool, Knob k, uint64_t size, int node) {
