@@ -583,7 +583,7 @@
     $("reload").addEventListener("click", reload);
 
     /* --- what each unit holds (GetUnitUsage, read on demand: after a change thpd reported,
-       never on a timer) and the Scope=service units (IsolatedServices) */
+       never on a timer) and the Scope=service and Scope=auto units (IsolatedServices) */
 
     /* D-Bus "t" arrives as a JS number; UINT64_MAX (unknown) rounds to 2^64. */
     function formatBytes(n) {
@@ -624,11 +624,13 @@
     function renderIsolated() {
         const rows = manager.IsolatedServices || [];
         $("isolated").hidden = rows.length === 0;
-        $("isolated-body").replaceChildren(...rows.map(([unit, policy, mode, state, note]) =>
+        $("isolated-body").replaceChildren(...rows.map(([unit, policy, mode, state, note, scope, via, machineWide]) =>
             el("tr", {},
                el("th", { scope: "row", "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
-               cell("Policy", policy),
-               cell("Its processes get", `THP ${mode}`),
+               cell("Policy", scope === "auto"
+                   ? `${policy} (Scope=auto, ${machineWide ? "also machine-wide" : "met per service"})`
+                   : policy),
+               cell("Its processes get", `THP ${mode}, via ${via}`),
                cell("State", state),
                cell("Note", note || "—"))));
     }

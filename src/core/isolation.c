@@ -23,5 +23,17 @@ void isolation_free(Isolation *i) {
         g_free(i->unit);
         g_free(i->policy);
         g_free(i->note);
+        g_free(i->via_value);
         g_free(i);
+}
+
+char *isolation_describe_via(const Isolation *i) {
+        switch (i->via) {
+        case SCOPE_VIA_MEMORY_THP:
+                return g_strdup_printf("MemoryTHP=%s", i->via_value ?: "");
+        case SCOPE_VIA_HELPER:
+                return g_strdup("thpd-exec");
+        default:
+                return g_strdup("no drop-in");
+        }
 }

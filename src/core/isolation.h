@@ -2,9 +2,12 @@
 #pragma once
 
 #include "knob.h"
+#include "policy.h"
+#include "scope-dropin.h"
 
-/* The services of Scope=service policies: does the process a unit runs have THP disabled (by
- * thpd-exec, which thpd-generator's drop-in puts in front of ExecStart=)? A unit started before
+/* The services of Scope=service and Scope=auto policies: does the process a unit runs have THP
+ * disabled (by the manager's MemoryTHP=, or by thpd-exec in front of ExecStart=, whichever
+ * thpd-generator's drop-in uses)? A unit started before
  * the drop-in existed, or before the daemon-reload that made it, is not, and is listed as
  * needing a restart. The daemon asks the kernel once per start of the unit, never polls; the
  * plan only reads what it found. */
@@ -21,6 +24,9 @@ typedef struct Isolation {
         char *unit;
         char *policy;     /* the policy file name */
         KnobValue mode;   /* what it asks for its processes: never or madvise (an Enabled= value) */
+        PolicyScope scope;
+        ScopeVia via;     /* how thpd-generator's drop-in for it isolates it, as found at the check */
+        char *via_value;  /* SCOPE_VIA_MEMORY_THP: the MemoryTHP= value it sets */
         unsigned stops;   /* the unit's stop count when asked: after a restart it is asked again */
         IsolationState state;
         char *note;       /* what was found, such as "PID 123 (redis-server) has THP_enabled: 1" */
@@ -28,3 +34,5 @@ typedef struct Isolation {
 
 const char *isolation_state_to_string(IsolationState s);
 void isolation_free(Isolation *i);
+/* "MemoryTHP=disable", "thpd-exec" or "no drop-in": how its processes get their setting. */
+char *isolation_describe_via(const Isolation *i);

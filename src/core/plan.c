@@ -131,24 +131,28 @@ static bool set_units(PolicyRuntime *rt, GPtrArray *units) {
         return true;
 }
 
-/* A running unit of a service-scoped policy needs a restart while its process is not isolated.
- * A unit not checked since it started is asked about first; the answer queues another apply. */
-static void plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, const PlanUnit *u, Plan *plan) {
+/* A running unit of a policy that isolates its services needs a restart while its process is not
+ * isolated. A unit not checked since it started is asked about first; the answer queues another
+ * apply. Returns true when the unit was found not isolated. */
+static bool plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, const PlanUnit *u, Plan *plan) {
         const Isolation *i;
 
         if (!u->running)
-                return;
+                return false;
         i = in->isolation ? g_hash_table_lookup(in->isolation, u->name) : NULL;
         if (!i || i->stops != u->stops || !streq(i->policy, p->name) || i->mode != p->service_thp) {
                 IsolationRequest r = { .policy = p, .unit = u->name, .stops = u->stops };
 
                 g_array_append_val(plan->isolation_checks, r);
-                return;
+                return false;
         }
-        if (i->state == ISOLATION_NOT_ISOLATED)
+        if (i->state == ISOLATION_NOT_ISOLATED) {
                 hint_set(s, plan, u->name, p->name);
-        else if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(s->needs_restart, u->name), p->name))
+                return true;
+        }
+        if (i->state == ISOLATION_ISOLATED && streq_ptr(g_hash_table_lookup(s->needs_restart, u->name), p->name))
                 hint_clear(s, plan, u->name);
+        return false;
 }
 
 /* Which policies the wanted units activate, and which stopped ones still hold their pool during
@@ -163,6 +167,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 const PlanCandidate *c = &in->candidates[i];
                 const Policy *p = c->policy;
                 PolicyRuntime *rt = policy_runtime(s, p);
+                bool unisolated = false;
 
                 g_ptr_array_set_size(units, 0);
                 for (size_t j = 0; !c->settled && j < c->n_units; j++) {
@@ -176,10 +181,11 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                                 g_ptr_array_add(changed, (gpointer) u);
                         /* Already running when it first counted: its memory was mapped before
                          * this policy applied. One that stopped since the last apply started
-                         * again under it. A service-scoped policy changes no knob: what counts
-                         * is whether the process runs isolated. */
-                        if (p->scope == POLICY_SCOPE_SERVICE)
-                                plan_isolation(s, in, p, u, plan);
+                         * again under it. A policy that isolates its services: what counts is
+                         * whether the process runs isolated (a Scope=auto one is never settled,
+                         * see plan_unit_change_matters()). */
+                        if (policy_isolates(p))
+                                unisolated |= plan_isolation(s, in, p, u, plan);
                         else if (!known && u->running)
                                 hint_set(s, plan, u->name, p->name);
                         else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
@@ -193,7 +199,11 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 }
 
                 if (rt->units->len > 0) {
-                        ActivePolicy a = { .policy = p, .unit = g_ptr_array_index(rt->units, 0) };
+                        ActivePolicy a = {
+                                .policy = p,
+                                .unit = g_ptr_array_index(rt->units, 0),
+                                .unisolated = unisolated,
+                        };
 
                         rt->active = true;
                         rt->pool_grace_until = 0;
@@ -285,7 +295,7 @@ bool plan_unit_change_matters(const PlanState *s, const PlanUnit *before, const 
         if (before->running == now->running)
                 return false;
         for (size_t i = 0; i < n_policies; i++)
-                if (policies[i]->scope == POLICY_SCOPE_SERVICE)
+                if (policy_isolates(policies[i]))
                         return true;
         return false;
 }
@@ -344,6 +354,7 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
         for (guint i = 0; i < ret->active->len; i++)
                 s->n_active += !g_array_index(ret->active, ActivePolicy, i).pool_only;
         plan_effective_baseline(in->present, in->recorded, in->pinned, ret->baseline);
+        resolve_per_service((ActivePolicy *) ret->active->data, ret->active->len);
         r = (ResolveInput) {
                 .baseline = ret->baseline,
                 .active = (const ActivePolicy *) ret->active->data,

@@ -265,6 +265,7 @@ static void unknown_key(PolicyParser *p, const char *key) {
 static const char *const scope_names[_POLICY_SCOPE_MAX] = {
         [POLICY_SCOPE_GLOBAL] = "global",
         [POLICY_SCOPE_SERVICE] = "service",
+        [POLICY_SCOPE_AUTO] = "auto",
 };
 
 const char *policy_scope_to_string(PolicyScope s) {
@@ -300,7 +301,7 @@ static ContinuationTarget handle_policy_key(PolicyParser *p, const char *key, co
                         return CONTINUE_IGNORE;
                 scope = policy_scope_from_string(value);
                 if (scope < 0)
-                        error_at(p, p->line, "invalid Scope=%s; accepted: global, service", value);
+                        error_at(p, p->line, "invalid Scope=%s; accepted: global, service, auto", value);
                 else
                         p->scope = scope;
                 return CONTINUE_REJECT;
@@ -520,35 +521,38 @@ static void end_line(PolicyParser *p) {
 /* A service-scoped policy reaches its services through prctl(PR_SET_THP_DISABLE), which has one
  * setting per process: THP off, or (6.18) only where advised. Every other knob is machine-wide,
  * so voting on it would impose the service's wish on everyone; the daemon ignores such a key
- * (warning), verify fails on it. */
-static void check_service_scope(PolicyParser *p) {
+ * (warning), verify fails on it. A Scope=auto policy votes machine-wide too, so its other keys
+ * stay. */
+static void check_isolating_scope(PolicyParser *p) {
+        const char *scope = policy_scope_to_string(p->scope);
         KnobValue always;
 
-        FOREACH_KNOB(k)
-                if (k != KNOB_ENABLED && p->knob_seen[k] != 0)
-                        unknown_at(p, p->knob_seen[k],
-                                   "[%s] %s= is machine-wide and cannot apply to one service (Scope=service, line %u), "
-                                   "ignored; move it to a policy with Scope=global",
-                                   knob_info(k)->section, knob_info(k)->key, p->scope_line);
+        if (p->scope == POLICY_SCOPE_SERVICE)
+                FOREACH_KNOB(k)
+                        if (k != KNOB_ENABLED && p->knob_seen[k] != 0)
+                                unknown_at(p, p->knob_seen[k],
+                                           "[%s] %s= is machine-wide and cannot apply to one service (Scope=service, "
+                                           "line %u), ignored; move it to a policy with Scope=global or Scope=auto",
+                                           knob_info(k)->section, knob_info(k)->key, p->scope_line);
 
         for (guint i = 0; i < p->units->len; i++) {
                 const char *u = g_ptr_array_index(p->units, i);
 
                 if (!g_str_has_suffix(u, ".service"))
                         unknown_at(p, p->units_line,
-                                   "Units= entry '%s' is not a service: Scope=service isolates the processes a "
-                                   "service's ExecStart= starts, so it never applies to it", u);
+                                   "Units= entry '%s' is not a service: Scope=%s isolates the processes a "
+                                   "service's ExecStart= starts, so it never applies to it", u, scope);
         }
 
         if (p->knob_seen[KNOB_ENABLED] == 0) {
-                error_at(p, p->scope_line, "Scope=service needs [TransparentHugePages] Enabled=never or madvise: "
-                         "it is what the services get");
+                error_at(p, p->scope_line, "Scope=%s needs [TransparentHugePages] Enabled=never or madvise: "
+                         "it is what the services get", scope);
                 return;
         }
         if (knob_value_from_string(KNOB_ENABLED, "always", &always) >= 0 && p->knobs[KNOB_ENABLED] == always)
                 error_at(p, p->knob_seen[KNOB_ENABLED], "Enabled=always cannot be asked for one service "
-                         "(Scope=service, line %u): a process can only opt out of THP; use never or madvise",
-                         p->scope_line);
+                         "(Scope=%s, line %u): a process can only opt out of THP; use never or madvise, or "
+                         "Scope=global", scope, p->scope_line);
 }
 
 /* Checks that need the whole file. */
@@ -568,8 +572,8 @@ static void check_file(PolicyParser *p) {
         if (!any_knob && p->size_line == 0 && p->pages_line == 0)
                 error_at(p, 0, "no setting: the policy sets no [TransparentHugePages] or [Khugepaged] value "
                          "and no [HugeTLB] pool");
-        else if (p->scope == POLICY_SCOPE_SERVICE)
-                check_service_scope(p);
+        else if (p->scope != POLICY_SCOPE_GLOBAL)
+                check_isolating_scope(p);
 }
 
 static Policy *parser_build_policy(PolicyParser *p) {
@@ -588,11 +592,11 @@ static Policy *parser_build_policy(PolicyParser *p) {
         }
         policy->scope = p->scope;
         policy->service_thp = KNOB_VALUE_UNSET;
-        if (p->scope == POLICY_SCOPE_SERVICE) {
+        if (policy_isolates(policy))
                 policy->service_thp = policy->knobs[KNOB_ENABLED];
+        if (p->scope == POLICY_SCOPE_SERVICE)
                 FOREACH_KNOB(k)
                         policy->knobs[k] = KNOB_VALUE_UNSET;
-        }
 
         if (p->size_line != 0 || p->pages_line != 0) {
                 policy->has_pool = true;
@@ -710,6 +714,10 @@ bool policy_unit_pattern_matches(const char *pattern, const char *unit) {
                 return false;
         instances = g_strdup_printf("%.*s*%s", (int) (at - pattern + 1), pattern, at + 1);
         return fnmatch(instances, unit, FNM_NOESCAPE) == 0;
+}
+
+bool policy_isolates(const Policy *p) {
+        return p->scope == POLICY_SCOPE_SERVICE || p->scope == POLICY_SCOPE_AUTO;
 }
 
 bool policy_matches_unit(const Policy *p, const char *unit) {

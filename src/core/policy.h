@@ -21,6 +21,8 @@ typedef enum PolicyScope {
         POLICY_SCOPE_GLOBAL,  /* votes on the machine-wide knobs (the default) */
         POLICY_SCOPE_SERVICE, /* isolates the processes of its services only (prctl at exec, see
                                * thpd-generator(8)); votes on no knob, but its pool still counts */
+        POLICY_SCOPE_AUTO,    /* isolates its services too, and votes machine-wide unless another
+                               * active policy wants a looser Enabled= (resolve_per_service()) */
         _POLICY_SCOPE_MAX,
         _POLICY_SCOPE_INVALID = -EINVAL,
 } PolicyScope;
@@ -38,8 +40,9 @@ typedef struct Policy {
         bool has_pool;
         PoolRequest pool;
         PolicyScope scope;
-        /* POLICY_SCOPE_SERVICE: the Enabled= value its services get (never or madvise);
-         * knobs[] is then all UNSET, so nothing votes on the global knobs by mistake. */
+        /* POLICY_SCOPE_SERVICE and _AUTO: the Enabled= value its services get (never or
+         * madvise). With _SERVICE knobs[] is all UNSET, so nothing votes on the global knobs by
+         * mistake; with _AUTO knobs[] keeps the votes it casts while it is not met per service. */
         KnobValue service_thp;
 } Policy;
 
@@ -74,6 +77,9 @@ int policy_parser_feed(PolicyParser *p, const char *data, size_t size);
 void policy_parser_read_error(PolicyParser *p, int error);
 /* The end of the file: as policy_parse_text() returns. Call it once, then free the parser. */
 int policy_parser_finish(PolicyParser *p, Policy **ret);
+
+/* Scope=service or Scope=auto: thpd-generator isolates its services' processes. */
+bool policy_isolates(const Policy *p);
 
 /* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
  * instance of the template). */

@@ -60,13 +60,58 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                 if (a->pool_only)
                         continue;
                 for (Knob k = first; k < end; k++)
-                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET)
+                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
                                 vote(k, a->policy->knobs[k],
                                      (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
                                      global_enabled, &t->value[k], &t->source[k]);
         }
         for (Knob k = first; k < end; k++)
                 finish_knob(in, k, global_enabled, t);
+}
+
+static bool votes_whatever_happens(const ActivePolicy *a) {
+        return a->policy->scope == POLICY_SCOPE_GLOBAL || (a->policy->scope == POLICY_SCOPE_AUTO && a->unisolated);
+}
+
+void resolve_per_service(ActivePolicy *active, size_t n_active) {
+        KnobValue fixed = KNOB_VALUE_UNSET, loosest_auto = KNOB_VALUE_UNSET, needed;
+
+        for (size_t i = 0; i < n_active; i++) {
+                const ActivePolicy *a = &active[i];
+                KnobValue v = a->policy->knobs[KNOB_ENABLED];
+
+                if (a->pool_only || v == KNOB_VALUE_UNSET)
+                        continue;
+                if (votes_whatever_happens(a)) {
+                        if (fixed == KNOB_VALUE_UNSET || knob_compare_strictness(KNOB_ENABLED, v, fixed, KNOB_VALUE_UNSET) < 0)
+                                fixed = v;
+                } else if (a->policy->scope == POLICY_SCOPE_AUTO &&
+                           (loosest_auto == KNOB_VALUE_UNSET ||
+                            knob_compare_strictness(KNOB_ENABLED, v, loosest_auto, KNOB_VALUE_UNSET) > 0))
+                        loosest_auto = v;
+        }
+        needed = fixed != KNOB_VALUE_UNSET ? fixed : loosest_auto;
+
+        for (size_t i = 0; i < n_active; i++) {
+                ActivePolicy *a = &active[i];
+
+                a->per_service = !a->pool_only && a->policy->scope == POLICY_SCOPE_AUTO && !a->unisolated &&
+                                 needed != KNOB_VALUE_UNSET &&
+                                 knob_compare_strictness(KNOB_ENABLED, a->policy->service_thp, needed,
+                                                         KNOB_VALUE_UNSET) < 0;
+        }
+}
+
+bool resolve_withdrawn(const ActivePolicy *a, Knob k) {
+        KnobValue never;
+
+        if (!a->per_service)
+                return false;
+        if (k == KNOB_ENABLED || knob_is_mthp(k))
+                return true;
+        if (k == KNOB_SHMEM_ENABLED)
+                return false;
+        return knob_value_from_string(KNOB_ENABLED, "never", &never) >= 0 && a->policy->service_thp == never;
 }
 
 static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {

@@ -27,6 +27,13 @@ typedef struct ActivePolicy {
         const Policy *policy;
         const char *unit;     /* the first matching unit, for explanations */
         bool pool_only;       /* stopped but inside its pool grace period: votes for its pool only */
+        /* Scope=auto: one of its running units was found with THP (it started before its
+         * drop-in, or it is a unit thpd-generator cannot reach), so only a machine-wide vote
+         * protects it. */
+        bool unisolated;
+        /* Scope=auto, set by resolve_per_service(): its services' own setting is enough, and it
+         * withdraws the votes that only shaped its processes' THP (resolve_withdrawn()). */
+        bool per_service;
 } ActivePolicy;
 
 typedef struct PoolBaseline {
@@ -64,9 +71,26 @@ typedef struct Target {
         bool pools_truncated; /* more (size, node) pairs than RESOLVE_MAX_POOLS */
 } Target;
 
+/* Which Scope=auto policies are met per service: those whose Enabled= is stricter than the
+ * machine-wide value the others need. That value is the strictest Enabled= of the policies that
+ * vote machine-wide whatever happens (Scope=global, and Scope=auto ones with an unisolated unit);
+ * with none, the loosest Scope=auto value, since a policy asking its processes for madvise needs
+ * at least madvise machine-wide. So a host with only Redis keeps never machine-wide, and MongoDB
+ * 8's always next to it leaves Redis's processes, not the machine, without THP. Sets
+ * per_service in place; called before resolve(). */
+void resolve_per_service(ActivePolicy *active, size_t n_active);
+
+/* Whether a policy met per service withdraws its vote on k: with never its processes allocate
+ * no THP at all, so its Enabled=, Defrag=, per-size and khugepaged votes shaped nothing but
+ * everyone else's; with madvise its processes still fault in huge pages where they advise, so it
+ * withdraws only the Enabled= values. shmem_enabled reaches files any process shares, and pools
+ * are memory set aside: both stay votes. */
+bool resolve_withdrawn(const ActivePolicy *a, Knob k);
+
 /* Per knob: override > strictest of (active policies, mitigation) > baseline. A Scope=service
- * policy votes on no knob (its knobs[] are unset; thpd-generator isolates its services), but its
- * pool counts like any other: a pool is machine-wide. Pools: baseline +
+ * policy votes on no knob (its knobs[] are unset; thpd-generator isolates its services), nor does
+ * a Scope=auto one met per service on the knobs it withdraws, but their pools count like any
+ * other: a pool is machine-wide. Pools: baseline +
  * the sum of active policies' pools per (page size, node); baseline pools with no policy are
  * listed too, so restoring them is the same code path. */
 void resolve(const ResolveInput *in, Target *ret);

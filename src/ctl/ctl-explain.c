@@ -112,16 +112,20 @@ static void print_text(CtlOutput *out, GArray *votes) {
         }
 }
 
-/* Scope=service policies cast no vote, but they decide what their services' processes get. */
+/* Policies that isolate their services decide what those services' processes get; a Scope=auto
+ * one votes above as well unless it is met per service. */
 static void print_isolated(CtlOutput *out, GArray *isolated) {
         if (isolated->len == 0)
                 return;
-        ctl_printf(out, "\n%sNot voting%s (Scope=service: THP taken away from these services' processes only, by "
-                   "thpd-exec at their start):\n", ctl_color(CTL_COLOR_BOLD), ctl_color(CTL_COLOR_NORMAL));
+        ctl_printf(out, "\n%sIsolated%s (THP taken away from these services' processes only, at their start):\n",
+                   ctl_color(CTL_COLOR_BOLD), ctl_color(CTL_COLOR_NORMAL));
         for (guint i = 0; i < isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
 
-                ctl_printf(out, "    %s  %s for %s: %s%s%s\n", iso->thp, iso->policy, iso->unit, iso->state,
+                ctl_printf(out, "    %s  %s for %s: %s (Scope=%s, via %s%s)%s%s\n", iso->thp, iso->policy, iso->unit,
+                           iso->state, iso->scope, iso->via,
+                           !streq(iso->scope, "auto") ? "" : iso->machine_wide ? "; also voting machine-wide"
+                                                                                : "; met per service, not voting",
                            iso->note[0] ? ", " : "", iso->note);
         }
 }
@@ -182,14 +186,20 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 return CTL_EXIT_FAILURE;
         }
 
-        /* They concern the enabled knob only; the property is read after the votes, so that an
-         * unknown knob fails as Explain says. */
+        /* They concern the enabled knob, and the others only where a Scope=auto policy stood
+         * aside (Explain lists no vote it withdrew); the property is read after the votes, so
+         * that an unknown knob fails as Explain says. */
         r = ctl_get_properties(o, bus, &props);
         if (r != CTL_EXIT_OK)
                 return r;
         isolated = props.isolated;
         if (argc > 0 && !streq(argv[0], "enabled"))
-                g_array_set_size(isolated, 0);
+                for (guint i = isolated->len; i > 0; i--) {
+                        const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i - 1);
+
+                        if (!streq(iso->scope, "auto") || iso->machine_wide)
+                                g_array_remove_index(isolated, i - 1);
+                }
 
         if (o->json)
                 return print_json(out, votes, isolated, &props, argc > 0 ? argv[0] : NULL);

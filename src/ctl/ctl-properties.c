@@ -211,22 +211,28 @@ static void isolation_clear(gpointer p) {
         g_free(i->thp);
         g_free(i->state);
         g_free(i->note);
+        g_free(i->scope);
+        g_free(i->via);
 }
 
 static int read_isolated(sd_bus_message *m, GArray *isolated) {
-        const char *unit, *policy, *thp, *state, *note;
-        int r;
+        const char *unit, *policy, *thp, *state, *note, *scope, *via;
+        int machine_wide, r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(sssss)");
+        r = sd_bus_message_enter_container(m, 'a', "(sssssssb)");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_read(m, "(sssss)", &unit, &policy, &thp, &state, &note)) > 0) {
+        while ((r = sd_bus_message_read(m, "(sssssssb)", &unit, &policy, &thp, &state, &note, &scope, &via,
+                                        &machine_wide)) > 0) {
                 CtlIsolation i = {
                         .unit = g_strdup(unit),
                         .policy = g_strdup(policy),
                         .thp = g_strdup(thp),
                         .state = g_strdup(state),
                         .note = g_strdup(note),
+                        .scope = g_strdup(scope),
+                        .via = g_strdup(via),
+                        .machine_wide = machine_wide,
                 };
 
                 g_array_append_val(isolated, i);
@@ -405,7 +411,7 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
                 r = read_pools(m, p->pools);
         else if (streq(name, "NeedsRestart") && streq(contents, "a(ss)"))
                 r = read_pairs(m, "(ss)", p->needs_restart);
-        else if (streq(name, "IsolatedServices") && streq(contents, "a(sssss)"))
+        else if (streq(name, "IsolatedServices") && streq(contents, "a(sssssssb)"))
                 r = read_isolated(m, p->isolated);
         else if (streq(name, "Override") && streq(contents, "a{ss}"))
                 r = read_pairs(m, "{ss}", p->override);
@@ -684,6 +690,9 @@ void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated
                 ctl_json_string(b, "thp", iso->thp);
                 ctl_json_string(b, "state", iso->state);
                 ctl_json_string(b, "note", empty_to_null(iso->note));
+                ctl_json_string(b, "scope", iso->scope);
+                ctl_json_string(b, "via", iso->via);
+                ctl_json_bool(b, "machine_wide", iso->machine_wide);
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);

@@ -34,6 +34,9 @@ typedef struct CtlPair {
 /* A running unit of a Scope=service policy (IsolatedServices). */
 typedef struct CtlIsolation {
         char *unit, *policy, *thp, *state, *note;
+        char *scope;       /* the policy's Scope=: service or auto */
+        char *via;         /* "MemoryTHP=disable", "thpd-exec" or "no drop-in" */
+        bool machine_wide; /* Scope=auto: it also votes on the machine-wide knobs */
 } CtlIsolation;
 
 typedef struct CtlFigure {

@@ -279,7 +279,8 @@ static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *
                            ctl_color(CTL_COLOR_NORMAL));
 }
 
-/* Services of Scope=service policies: THP taken away from their processes only. */
+/* Services of Scope=service and Scope=auto policies: THP taken away from their processes only,
+ * and how. */
 static void print_isolated(CtlOutput *out, const CtlProperties *p) {
         static const char label[] = "Isolated: ";
 
@@ -287,9 +288,16 @@ static void print_isolated(CtlOutput *out, const CtlProperties *p) {
                 const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
                 bool bad = streq(iso->state, "not-isolated");
 
-                ctl_printf(out, "  %-*s%s THP %s for its processes only (%s, Scope=service): %s%s%s\n", (int) strlen(label),
-                           i == 0 ? label : "", iso->unit, iso->thp, iso->policy, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
-                           iso->state, ctl_color(CTL_COLOR_NORMAL));
+                ctl_printf(out, "  %-*s%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s\n",
+                           (int) strlen(label), i == 0 ? label : "", iso->unit, iso->thp, iso->policy, iso->scope,
+                           iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL), iso->state,
+                           ctl_color(CTL_COLOR_NORMAL));
+                if (streq(iso->scope, "auto"))
+                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "",
+                                   iso->machine_wide
+                                           ? "also votes machine-wide: no other active policy wants a looser enabled"
+                                           : "met per service: its machine-wide votes stand aside for a policy that "
+                                             "wants a looser enabled");
                 if (iso->note[0])
                         ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "", iso->note);
         }
@@ -531,6 +539,9 @@ static void show_isolated(CtlOutput *out, const CtlProperties *p) {
                 kv(out, iso->thp, "IsolatedServices.%s.THP", iso->unit);
                 kv(out, iso->state, "IsolatedServices.%s.State", iso->unit);
                 kv(out, iso->note, "IsolatedServices.%s.Note", iso->unit);
+                kv(out, iso->scope, "IsolatedServices.%s.Scope", iso->unit);
+                kv(out, iso->via, "IsolatedServices.%s.Via", iso->unit);
+                kv(out, iso->machine_wide ? "yes" : "no", "IsolatedServices.%s.MachineWide", iso->unit);
         }
 }
 

@@ -303,11 +303,11 @@ static GArray *changed_pairs(Manager *m, GHashTable *units, GPtrArray *released)
                 guint n = 1;
 
                 /* In policy order, the live policies merged with the changed units' ones (few):
-                 * no sort over the live set. A Scope=service policy's running units are checked
-                 * at every apply (plan_isolation()). */
+                 * no sort over the live set. The running units of a policy that isolates its
+                 * services are checked at every apply (plan_isolation()). */
                 if (live && (!first || live->position < first->position)) {
                         l++;
-                        if (live->policy->scope == POLICY_SCOPE_SERVICE)
+                        if (policy_isolates(live->policy))
                                 add_policy_units(m, units, pairs, live->position, live->policy, NULL, 0);
                         else
                                 g_array_append_val(pairs, ((CandidatePair) { live->position, live->policy, NULL, true }));
@@ -548,6 +548,16 @@ static void knob_change_clear(gpointer p) {
         g_free(c->reason);
 }
 
+static void remember_per_service(Manager *m, const Plan *p) {
+        g_hash_table_remove_all(m->per_service);
+        for (guint i = 0; i < p->active->len; i++) {
+                const ActivePolicy *a = &g_array_index(p->active, ActivePolicy, i);
+
+                if (a->per_service)
+                        g_hash_table_add(m->per_service, g_strdup(a->policy->name));
+        }
+}
+
 void manager_apply(Manager *m) {
         _cleanup_(observation_done) Observation o = {};
         _cleanup_(plan_done) Plan p = {};
@@ -583,6 +593,7 @@ void manager_apply(Manager *m) {
         m->all_units_changed = false;
         m->units_known_at_apply = manager_units_known(m);
         remember_live(m, &o);
+        remember_per_service(m, &p);
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 

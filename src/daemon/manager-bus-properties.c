@@ -212,16 +212,20 @@ int property_get_isolated_services(sd_bus *bus, const char *path, const char *in
         g_autoptr(GPtrArray) list = manager_isolation_list(m);
         int r;
 
-        r = sd_bus_message_open_container(reply, 'a', "(sssss)");
+        r = sd_bus_message_open_container(reply, 'a', "(sssssssb)");
         for (guint i = 0; r >= 0 && i < list->len; i++) {
                 const Isolation *iso = g_ptr_array_index(list, i);
                 /* The note quotes a command line, which need not be UTF-8. */
                 g_autofree char *note = g_utf8_make_valid(iso->note ?: "", -1);
+                g_autofree char *via = isolation_describe_via(iso);
+                bool machine_wide = iso->scope == POLICY_SCOPE_AUTO &&
+                                    !g_hash_table_contains(m->per_service, iso->policy);
                 char buf[24];
 
-                r = sd_bus_message_append(reply, "(sssss)", iso->unit, iso->policy,
+                r = sd_bus_message_append(reply, "(sssssssb)", iso->unit, iso->policy,
                                           knob_value_to_string(KNOB_ENABLED, iso->mode, buf),
-                                          isolation_state_to_string(iso->state), note);
+                                          isolation_state_to_string(iso->state), note,
+                                          policy_scope_to_string(iso->scope), via, machine_wide);
         }
         if (r < 0)
                 return r;

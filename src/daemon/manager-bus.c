@@ -329,6 +329,10 @@ static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobVal
 
                 if (p->knobs[k] == KNOB_VALUE_UNSET || !rt || !rt->active)
                         continue;
+                /* A Scope=auto policy met per service cast no vote on the knobs it withdrew. */
+                if (g_hash_table_contains(m->per_service, p->name) &&
+                    resolve_withdrawn(&(ActivePolicy) { .policy = p, .per_service = true }, k))
+                        continue;
                 r = append_vote(reply, k, p->knobs[k], SOURCE_POLICY, p->name,
                                 rt->units->len > 0 ? g_ptr_array_index(rt->units, 0) : NULL,
                                 s->kind == SOURCE_POLICY && s->policy == p);
@@ -531,7 +535,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ActivePolicies", "a(sas)", property_get_active_policies, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("HugeTLBPools", "a(tittts)", property_get_pools, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("NeedsRestart", "a(ss)", property_get_needs_restart, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("IsolatedServices", "a(sssss)", property_get_isolated_services, 0,
+        SD_BUS_PROPERTY("IsolatedServices", "a(sssssssb)", property_get_isolated_services, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Override", "a{ss}", property_get_override, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("OverrideExpiresAt", "t", property_get_override_expires_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

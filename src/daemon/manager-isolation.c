@@ -31,11 +31,48 @@ static void set_state(Isolation *i, IsolationState state, char *note) {
 }
 
 /* A process of the unit that has not reached the command yet: the helper itself before its
- * prctl, or the service manager's child about to exec the helper, which systemd names after the
- * last 8 characters of the binary in parentheses (rename_process_from_path()) and which, for the
- * moment between fork() and that rename, still has the manager's own name. */
+ * prctl, or the service manager's child about to exec the helper or (MemoryTHP=) to set THP
+ * itself, which systemd names after the last 8 characters of the binary in parentheses
+ * (rename_process_from_path()) and which, for the moment between fork() and that rename, still
+ * has the manager's own name, or since systemd 255 is the executor it hands the start to. */
 static bool is_helper_starting(const char *comm) {
-        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)") || streq(comm, "systemd");
+        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)") || streq(comm, "systemd") ||
+               g_str_has_prefix(comm, "systemd-executo") || g_str_has_prefix(comm, "(sd-exec");
+}
+
+/* Where the manager runs its generators' output from: thpd-generator's drop-ins are there. */
+static char *generator_dir(const Manager *m) {
+        const char *runtime = g_getenv("XDG_RUNTIME_DIR");
+
+        if (m->options.user)
+                return runtime ? g_build_filename(runtime, "systemd", "generator", NULL) : NULL;
+        return g_strdup("/run/systemd/generator");
+}
+
+/* How thpd-generator isolates the unit: its own drop-in, or its template's
+ * ("foo@.service.d" for "foo@bar.service"). */
+static void read_via(const Manager *m, Isolation *i) {
+        g_autofree char *dir = generator_dir(m), *template = NULL;
+        const char *at = strchr(i->unit, '@'), *dot = strrchr(i->unit, '.');
+        const char *names[2] = { i->unit, NULL };
+
+        i->via = SCOPE_VIA_NONE;
+        if (!dir)
+                return;
+        if (at && dot && at < dot) {
+                template = g_strdup_printf("%.*s%s", (int) (at - i->unit + 1), i->unit, dot);
+                names[1] = template;
+        }
+        for (size_t n = 0; n < G_N_ELEMENTS(names) && names[n]; n++) {
+                g_autofree char *path = g_strdup_printf("%s/%s.d/%s", dir, names[n], SCOPE_DROPIN_NAME);
+                g_autofree char *text = NULL;
+
+                if (!g_file_get_contents(path, &text, NULL, NULL))
+                        continue;
+                i->via = scope_dropin_parse(text, &i->via_value);
+                if (i->via != SCOPE_VIA_NONE)
+                        return;
+        }
 }
 
 /* Reads THP_enabled of each process in the reply: one that still has THP is enough to say the
@@ -64,8 +101,12 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                 }
                 if (st.thp_enabled) {
                         set_state(i, ISOLATION_NOT_ISOLATED,
-                                  g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before thpd-generator's "
-                                                  "drop-in took effect", pid, cmdline));
+                                  i->via == SCOPE_VIA_NONE
+                                          ? g_strdup_printf("PID %u (%s) has THP_enabled: 1; thpd-generator wrote no "
+                                                            "drop-in for it (a transient unit, or one installed "
+                                                            "after the last daemon-reload)", pid, cmdline)
+                                          : g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before "
+                                                            "thpd-generator's drop-in took effect", pid, cmdline));
                         return;
                 }
         }
@@ -76,7 +117,9 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                                                                    "THP_enabled:)", unreadable));
         else if (starting > 0)
                 set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0, %u starting "
-                                                                 "through thpd-exec", n - starting, starting));
+                                                                 "through %s", n - starting, starting,
+                                                                 i->via == SCOPE_VIA_HELPER ? "thpd-exec"
+                                                                                            : "the service manager"));
         else
                 set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0", n));
 }
@@ -125,10 +168,12 @@ static void check(Manager *m, const IsolationRequest *req) {
                 .unit = g_strdup(req->unit),
                 .policy = g_strdup(p->name),
                 .mode = p->service_thp,
+                .scope = p->scope,
                 .stops = req->stops,
                 .state = ISOLATION_CHECKING,
         };
         g_hash_table_replace(m->isolation, i->unit, i);
+        read_via(m, i);
 
         /* The kernel shows only the full disable: a madvise process looks like any other. */
         if (!streq(knob_value_to_string(KNOB_ENABLED, p->service_thp, buf), "never"))

@@ -71,6 +71,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
         g_array_set_clear_func(m->pools, pool_status_clear);
         m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
+        m->per_service = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         m->listeners = g_array_new(FALSE, FALSE, sizeof(ManagerListenerEntry));
         baseline_init(&m->baseline);
         unset_knobs(m->applied);
@@ -119,6 +120,7 @@ Manager *manager_free(Manager *m) {
         g_clear_pointer(&m->drift_counts, g_hash_table_destroy);
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
+        g_hash_table_destroy(m->per_service);
         g_array_unref(m->listeners);
         knob_files_close(&m->knob_files);
         pool_files_close(&m->pool_files);

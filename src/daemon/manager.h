@@ -120,6 +120,9 @@ typedef struct Manager {
         int metrics_error;             /* the last error writing it, logged once */
         GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
+        /* Names of the Scope=auto policies the last apply met per service (resolve_per_service()). */
+        GHashTable *per_service;
+
         GArray *listeners;             /* ManagerListenerEntry */
         void *bus_data;                /* owned by manager-bus.c */
 } Manager;

@@ -3,20 +3,21 @@
 
 #include "config.h"
 #include "log.h"
+#include "manager-probe.h"
 #include "policy-dirs.h"
 #include "policy.h"
+#include "scope-dropin.h"
 #include "unit-exec.h"
 #include "unit-files.h"
 #include "util.h"
 
-/* thpd-generator NORMAL_DIR [EARLY_DIR LATE_DIR]: for every service a Scope=service policy
- * names, a drop-in in NORMAL_DIR that re-states its ExecStart= lines through thpd-exec, which
- * sets prctl(PR_SET_THP_DISABLE) and execs the command. See thpd-generator(8).
+/* thpd-generator NORMAL_DIR [EARLY_DIR LATE_DIR]: for every service a Scope=service or
+ * Scope=auto policy names, a drop-in in NORMAL_DIR that sets the manager's own MemoryTHP= where
+ * it has one, or else re-states its ExecStart= lines through thpd-exec, which sets
+ * prctl(PR_SET_THP_DISABLE) and execs the command. See thpd-generator(8).
  *
  * A generator runs before anything else at boot and at every daemon-reload, with no bus: it
  * reads files only, and never fails the manager's start over one bad unit. */
-
-#define DROPIN_NAME "zz-thpd-scope.conf"
 
 static const char *exec_helper(void) {
         const char *e = getenv("THPD_EXEC_HELPER");
@@ -51,7 +52,7 @@ static GHashTable *units_to_isolate(GPtrArray *policies, GPtrArray *unit_files) 
         for (guint i = 0; i < policies->len; i++) {
                 const Policy *p = g_ptr_array_index(policies, i);
 
-                if (p->scope != POLICY_SCOPE_SERVICE)
+                if (!policy_isolates(p))
                         continue;
                 /* Globs match the unit files present now; a plain name also matches an
                  * instance that has no file of its own ("foo@bar.service" of "foo@.service"). */
@@ -65,66 +66,50 @@ static GHashTable *units_to_isolate(GPtrArray *policies, GPtrArray *unit_files) 
         return wanted;
 }
 
-static char *dropin_text(const Policy *p, const char *unit, const char *fragment, const UnitExec *exec,
-                         const char *helper) {
-        g_autoptr(GString) s = g_string_new(NULL);
-        char buf[24];
-        const char *mode = knob_value_to_string(KNOB_ENABLED, p->service_thp, buf);
+typedef struct Platform {
+        ScopeVia via;
+        bool kernel_except_advised;
+} Platform;
 
-        g_string_append_printf(s,
-                               "# Written by thpd-generator for %s\n"
-                               "# (Scope=service, Enabled=%s): the ExecStart= commands of %s,\n"
-                               "# as %s and its drop-ins say, run through\n"
-                               "# thpd-exec, which sets prctl(PR_SET_THP_DISABLE) and execs them.\n"
-                               "# After a change to ExecStart=, \"systemctl daemon-reload\" updates this file.\n"
-                               "[Service]\n"
-                               "ExecStart=\n",
-                               p->path, mode, unit, fragment);
-        for (guint i = 0; i < exec->exec_start->len; i++) {
-                g_autofree char *line = NULL;
-                int r;
-
-                r = exec_start_wrap(g_ptr_array_index(exec->exec_start, i), helper, mode, &line);
-                if (r < 0) {
-                        log_warning("%s: cannot isolate %s: ExecStart=%s has no command", p->path, unit,
-                                    (const char *) g_ptr_array_index(exec->exec_start, i));
-                        return NULL;
-                }
-                g_string_append_printf(s, "ExecStart=%s\n", line);
-        }
-        /* Units sandboxed with NoExecPaths= (Debian's redis-server) could not exec the helper. */
-        if (exec->no_exec_paths)
-                g_string_append_printf(s, "ExecPaths=%s\n", helper);
-        return g_string_free(g_steal_pointer(&s), false);
-}
-
-static int write_dropin(const char *dir, const Policy *p, const char *unit, char *const *unit_path) {
+static int write_dropin(const char *dir, const Platform *platform, const Policy *p, const char *unit,
+                        char *const *unit_path) {
         g_autofree char *fragment = NULL, *text = NULL, *d = NULL, *path = NULL;
         g_autoptr(GError) error = NULL;
+        const char *bad_line = NULL;
         UnitExec exec;
         int r;
 
         r = unit_files_load_exec(unit_path, unit, &exec, &fragment);
         if (r == -ENOENT)
-                /* A name in Units= that is not installed: nothing to wrap, nothing to say. */
+                /* A name in Units= that is not installed: nothing to isolate, nothing to say. */
                 return 0;
         if (r == -ERFKILL)
                 return 0;
         if (r < 0)
                 return log_warning_errno(r, "%s: cannot read the unit files of %s: %m", p->path, unit);
 
-        if (exec.exec_start->len == 0) {
+        r = scope_dropin_text(&(ScopeDropinRequest) {
+                                      .policy = p,
+                                      .unit = unit,
+                                      .fragment = fragment,
+                                      .exec = &exec,
+                                      .helper = exec_helper(),
+                                      .via = platform->via,
+                                      .kernel_except_advised = platform->kernel_except_advised,
+                              },
+                              &text, &bad_line);
+        unit_exec_done(&exec);
+        if (r == -ENOEXEC) {
                 log_warning("%s: cannot isolate %s: it has no ExecStart=", p->path, unit);
-                unit_exec_done(&exec);
                 return 0;
         }
-        text = dropin_text(p, unit, fragment, &exec, exec_helper());
-        unit_exec_done(&exec);
-        if (!text)
+        if (r < 0) {
+                log_warning("%s: cannot isolate %s: ExecStart=%s has no command", p->path, unit, bad_line);
                 return 0;
+        }
 
         d = g_strdup_printf("%s/%s.d", dir, unit);
-        path = g_build_filename(d, DROPIN_NAME, NULL);
+        path = g_build_filename(d, SCOPE_DROPIN_NAME, NULL);
         if (g_mkdir_with_parents(d, 0755) < 0)
                 return log_error_errno(errno, "Cannot create %s: %m", d);
         if (!g_file_set_contents(path, text, -1, &error))
@@ -138,6 +123,7 @@ static int run(const char *dir) {
         g_autoptr(GPtrArray) policies = NULL, unit_files = NULL;
         g_autoptr(GHashTable) wanted = NULL;
         g_autoptr(GList) units = NULL;
+        Platform platform = {};
         Diagnostics diag;
         int r, ret = 0;
 
@@ -152,8 +138,14 @@ static int run(const char *dir) {
         unit_files = unit_files_list_services(unit_path);
         wanted = units_to_isolate(policies, unit_files);
         units = g_list_sort(g_hash_table_get_keys(wanted), (GCompareFunc) strcmp);
+        if (units) {
+                /* Asked only when there is a service to isolate: most reloads have none. A
+                 * manager that cannot tell gets the helper, which works everywhere. */
+                platform.via = manager_has_memory_thp() > 0 ? SCOPE_VIA_MEMORY_THP : SCOPE_VIA_HELPER;
+                platform.kernel_except_advised = kernel_has_thp_except_advised();
+        }
         for (GList *l = units; l; l = l->next) {
-                r = write_dropin(dir, g_hash_table_lookup(wanted, l->data), l->data, unit_path);
+                r = write_dropin(dir, &platform, g_hash_table_lookup(wanted, l->data), l->data, unit_path);
                 if (r < 0)
                         ret = r;
         }

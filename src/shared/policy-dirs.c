@@ -15,6 +15,7 @@ const char *const policy_default_dirs[] = {
         "/run/thpd/policy.d",
         "/usr/local/lib/thpd/policy.d",
         THPD_VENDOR_POLICY_DIR,
+        THPD_DEFAULT_POLICY_DIR,
         NULL,
 };
 

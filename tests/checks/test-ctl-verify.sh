@@ -64,7 +64,7 @@ expect_line "$bad/typo-section.conf:4: error: unknown section [TransparentHugePa
 "$ctl" verify "$bad/service-scope-defrag.conf" 2>"$scratch/err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "service-scope-defrag.conf: exit $rc, expected 1"
-expect_line "$bad/service-scope-defrag.conf:9: error: [TransparentHugePages] Defrag= is machine-wide and cannot apply to one service (Scope=service, line 5), ignored; move it to a policy with Scope=global" "$scratch/err"
+expect_line "$bad/service-scope-defrag.conf:9: error: [TransparentHugePages] Defrag= is machine-wide and cannot apply to one service (Scope=service, line 5), ignored; move it to a policy with Scope=global or Scope=auto" "$scratch/err"
 
 # What the daemon would not trust: a warning for a file in a build tree, an error in a policy
 # directory (--policy-dir counts as one).

@@ -56,11 +56,13 @@ expected=(
         /usr/bin/thpd-ctl
         "$generatordir/thpd-generator"
         /usr/lib/thpd/thpd-exec
-        /usr/lib/thpd/policy.d/hadoop.conf
-        /usr/lib/thpd/policy.d/mongodb.conf
-        /usr/lib/thpd/policy.d/mysql.conf
-        /usr/lib/thpd/policy.d/postgresql.conf
-        /usr/lib/thpd/policy.d/redis.conf
+        /usr/share/thpd/policy.d/hadoop.conf
+        /usr/share/thpd/policy.d/mongodb.conf
+        /usr/share/thpd/policy.d/mysql.conf
+        /usr/share/thpd/policy.d/postgresql.conf
+        /usr/share/thpd/policy.d/redis.conf
+        /usr/share/thpd/policy.d/valkey.conf
+        /usr/share/thpd/policy-vendor/mongodb-8.conf
         "$unitdir/thpd.service"
         "$unitdir/redis-server.service.d/thpd-await.conf"
         "$unitdir/redis-server@.service.d/thpd-await.conf"
@@ -150,10 +152,10 @@ done < <(grep -oE '(src|href)="[^"]+"' "$page/index.html" | sed -E 's/^[a-z]+="(
 
 # The installed policies are clean for the installed thpd-ctl. Installed files belong to whoever
 # ran the install, so trust that user as thpd trusts root.
-out=$(THPD_TRUSTED_UID=$(id -u) "$dest/usr/bin/thpd-ctl" verify --policy-dir="$dest/usr/lib/thpd/policy.d" 2>&1)
+out=$(THPD_TRUSTED_UID=$(id -u) "$dest/usr/bin/thpd-ctl" verify --policy-dir="$dest/usr/share/thpd/policy.d" 2>&1)
 rc=$?
-n=$(grep -c "^[a-z]*\.conf: $dest/usr/lib/thpd/policy.d/" <<<"$out")
-[[ $rc -eq 0 && $n -eq 5 ]] || fail "thpd-ctl verify of the installed policies (exit $rc, $n of 5 found):"$'\n'"$out"
+n=$(grep -c "^[a-z]*\.conf: $dest/usr/share/thpd/policy.d/" <<<"$out")
+[[ $rc -eq 0 && $n -eq 6 ]] || fail "thpd-ctl verify of the installed policies (exit $rc, $n of 6 found):"$'\n'"$out"
 
 [[ $failed -eq 0 ]] && echo "ok: meson install --destdir installs the ${#expected[@]} expected files, and they fit together"
 exit $failed

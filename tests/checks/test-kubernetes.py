@@ -229,9 +229,10 @@ def check_daemonset(ds, objects, thpd_ctl):
             error('TextfilePath= in thpd.conf is not in a writable mount of the thpd container')
 
     policy_dirs = arg_values(args, 'policy-dir')
-    if '/usr/lib/thpd/policy.d' not in policy_dirs:
-        error('the vendor policies of the image are not in --policy-dir')
-    copied = [d for d in policy_dirs if d != '/usr/lib/thpd/policy.d']
+    for shipped in ('/usr/lib/thpd/policy.d', '/usr/share/thpd/policy.d'):
+        if shipped not in policy_dirs:
+            error(f'the shipped policies of the image ({shipped}) are not in --policy-dir')
+    copied = [d for d in policy_dirs if d not in ('/usr/lib/thpd/policy.d', '/usr/share/thpd/policy.d')]
     copier = [c for c in pod.get('initContainers', []) if c['name'] == 'copy-policies']
     if len(copied) != 1 or not copier or not any(copied[0].startswith(m['mountPath'] + '/')
                                                  for m in copier[0].get('volumeMounts', [])):

@@ -61,7 +61,8 @@ def validate(instance, verb):
     jsonschema.validate(instance, {**SCHEMA, '$ref': f'#/$defs/{verb}'}, cls=jsonschema.Draft202012Validator)
 
 
-class ScopeTest(test_api.ApiTestCase):
+class ScopeCase(test_api.ApiTestCase):
+    """The generator installed in the stack's user manager; no test of its own."""
 
     def setUp(self):
         super().setUp()
@@ -74,13 +75,7 @@ class ScopeTest(test_api.ApiTestCase):
         # through the manager's root in its mount namespace.
         self.generator = (Path(f'/proc/{self.stack.manager.pid}/root/run/systemd/user-generators')
                           / 'thpd-generator')
-        self.write_policy('scoped.conf', SCOPED_POLICY)
-        self.write_policy('batch.conf', BATCH_POLICY)
-        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
-        (self.unit_dir / SCOPED).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
         self.addCleanup(self.daemon_reload)
-        self.addCleanup((self.unit_dir / SCOPED).unlink)
-        self.kernel.set_knob('enabled', 'madvise')
 
     def install_generator(self):
         """The user manager runs generators with its own environment: a wrapper moves the
@@ -102,6 +97,18 @@ class ScopeTest(test_api.ApiTestCase):
 
     def isolated(self):
         return test_api.busctl_property(self.stack, 'IsolatedServices')
+
+
+class ScopeTest(ScopeCase):
+
+    def setUp(self):
+        super().setUp()
+        self.write_policy('scoped.conf', SCOPED_POLICY)
+        self.write_policy('batch.conf', BATCH_POLICY)
+        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
+        (self.unit_dir / SCOPED).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
+        self.addCleanup((self.unit_dir / SCOPED).unlink)
+        self.kernel.set_knob('enabled', 'madvise')
 
     def test_scoped_and_global_side_by_side(self):
         self.install_generator()
@@ -131,8 +138,8 @@ class ScopeTest(test_api.ApiTestCase):
         validate(self.ctl_json('explain', 'enabled'), 'explain')
         self.assertEqual(self.ctl_json('explain', 'defrag')['isolated_services'], [])
         status = self.ctl('status').stdout
-        self.assertIn(f'Isolated: {SCOPED} THP never for its processes only (scoped.conf, Scope=service): isolated',
-                      status)
+        self.assertIn(f'Isolated: {SCOPED} THP never for its processes only (scoped.conf, Scope=service, via '
+                      'thpd-exec): isolated', status)
         validate(self.ctl_json('status'), 'status')
 
     def test_started_before_its_dropin_needs_a_restart(self):
@@ -148,7 +155,8 @@ class ScopeTest(test_api.ApiTestCase):
                    message=lambda: f'{SCOPED} to need a restart: {self.isolated()}')
         [row] = self.isolated()
         self.assertEqual(row[:4], [SCOPED, 'scoped.conf', 'never', 'not-isolated'])
-        self.assertIn('has THP_enabled: 1', row[4])
+        self.assertIn('has THP_enabled: 1; it started before', row[4])
+        self.assertEqual(row[5:], ['service', 'thpd-exec', False])
         # The knobs are not the scoped policy's business.
         self.assertEqual(self.kernel.read_knob('enabled'), 'madvise')
 
@@ -157,6 +165,97 @@ class ScopeTest(test_api.ApiTestCase):
                    message=lambda: f'NeedsRestart to empty: {self.isolated()}')
         self.assertEqual(self.isolated()[0][3], 'isolated')
         self.assertEqual(thp_enabled(self.main_pid(SCOPED)), 0)
+
+
+MONGOD = 'mongod.service'
+REDIS = 'redis-server.service'
+
+
+class MixedHostTest(ScopeCase):
+    """The mixed host from the policies thpd ships, as they are: MongoDB 8's (global: always,
+    defer+madvise, max_ptes_none 0) installed as mongodb.conf, as its package would, next to
+    Redis's (Scope=auto: never). Stand-ins with the real unit names run sleep."""
+
+    def setUp(self):
+        super().setUp()
+        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
+        shipped = test_api.SOURCE_ROOT / 'policy'
+        self.write_policy('mongodb.conf', (shipped / 'vendor' / 'mongodb-8.conf').read_text())
+        self.write_policy('redis.conf', (shipped / 'redis.conf').read_text())
+        for unit in (MONGOD, REDIS):
+            (self.unit_dir / unit).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
+            self.addCleanup((self.unit_dir / unit).unlink)
+        self.kernel.set_knob('defrag', 'madvise')
+        self.install_generator()
+        self.daemon_reload()
+        self.start_thpd('--procfs=/proc')
+
+    def start(self, unit):
+        self.stack.run('systemctl', '--user', 'start', unit)
+        self.stack.units.add(unit)
+
+    def row(self, unit):
+        return next((row for row in self.isolated() if row[0] == unit), None)
+
+    def test_mongodb_8_next_to_redis(self):
+        # The generator isolated Redis (this manager has no MemoryTHP=: through thpd-exec), not
+        # MongoDB, whose policy is global.
+        generated = self.stack.runtime_dir / 'systemd' / 'generator'
+        self.assertIn('--thp=never -- /bin/sleep infinity', (generated / f'{REDIS}.d' / 'zz-thpd-scope.conf').read_text())
+        self.assertFalse((generated / f'{MONGOD}.d').exists())
+
+        # Redis alone: its policy holds never machine-wide, as a global one would.
+        self.start(REDIS)
+        self.wait_knobs(enabled='never', defrag='never')
+        wait_until(lambda: (self.row(REDIS) or [None] * 8)[3] == 'isolated',
+                   message=lambda: f'{REDIS} isolated: {self.isolated()}')
+        self.assertEqual(self.row(REDIS)[5:], ['auto', 'thpd-exec', True])
+
+        # MongoDB 8 starts: its values machine-wide, Redis met per service.
+        self.start(MONGOD)
+        self.wait_knobs({'enabled': 'always', 'defrag': 'defer+madvise', 'khugepaged/max_ptes_none': '0'})
+        wait_until(lambda: self.row(REDIS)[7] is False, message=lambda: f'{REDIS} met per service: {self.isolated()}')
+        self.assertEqual(thp_enabled(self.main_pid(REDIS)), 0)
+        self.assertEqual(thp_enabled(self.main_pid(MONGOD)), 1)
+        self.assertEqual(test_api.busctl_property(self.stack, 'NeedsRestart'), [])
+
+        status = self.ctl('status').stdout
+        self.assertRegex(status, r'enabled +always .*mongodb\.conf for mongod\.service')
+        self.assertRegex(status, r'defrag +defer\+madvise .*mongodb\.conf for mongod\.service')
+        self.assertIn(f'Isolated: {REDIS} THP never for its processes only (redis.conf, Scope=auto, via thpd-exec): '
+                      'isolated', status)
+        self.assertIn('met per service: its machine-wide votes stand aside', status)
+        validate(self.ctl_json('status'), 'status')
+        explain = self.ctl('explain', 'defrag').stdout
+        self.assertIn('defrag = defer+madvise, from mongodb.conf for mongod.service', explain)
+        self.assertIn(f'never  redis.conf for {REDIS}: isolated (Scope=auto, via thpd-exec; met per service, not '
+                      'voting)', explain)
+
+        # MongoDB stops: Redis's policy holds the machine again.
+        self.stack.run('systemctl', '--user', 'stop', MONGOD)
+        self.wait_knobs({'enabled': 'never', 'defrag': 'never', 'khugepaged/max_ptes_none': '511'})
+        wait_until(lambda: self.row(REDIS)[7] is True, message=lambda: f'{REDIS} machine-wide: {self.isolated()}')
+
+    def test_a_unit_the_generator_cannot_reach_keeps_voting(self):
+        """A transient Redis instance has no drop-in: its processes keep THP, so Redis's policy
+        votes machine-wide even next to MongoDB 8, and says why."""
+        self.start(MONGOD)
+        self.wait_knobs(enabled='always')
+        transient = 'redis-server@cache.service'
+        self.start_unit(transient)
+        wait_until(lambda: (self.row(transient) or [None] * 8)[3] == 'not-isolated',
+                   message=lambda: f'{transient} not isolated: {self.isolated()}')
+        row = self.row(transient)
+        self.assertEqual(row[5:], ['auto', 'no drop-in', True])
+        self.assertIn('thpd-generator wrote no drop-in for it', row[4])
+        self.wait_knobs(enabled='never', defrag='never')
+        self.assertEqual(test_api.busctl_property(self.stack, 'NeedsRestart'), [[transient, 'redis.conf']])
+        self.assertEqual(self.ctl('explain', 'enabled').stdout.splitlines()[0],
+                         f'enabled = never, from redis.conf for {transient}')
+
+        # Gone again: MongoDB's always comes back.
+        self.stop_unit(transient)
+        self.wait_knobs(enabled='always', defrag='defer+madvise')
 
 
 if __name__ == '__main__':

@@ -96,7 +96,9 @@ START_TEST(test_default_dirs) {
         ck_assert_str_eq(policy_default_dirs[1], "/run/thpd/policy.d");
         ck_assert_str_eq(policy_default_dirs[2], "/usr/local/lib/thpd/policy.d");
         ck_assert_str_eq(policy_default_dirs[3], THPD_VENDOR_POLICY_DIR);
-        ck_assert_ptr_null(policy_default_dirs[4]);
+        /* thpd's own, below the packages': a package's file of the same name replaces it. */
+        ck_assert_str_eq(policy_default_dirs[4], THPD_DEFAULT_POLICY_DIR);
+        ck_assert_ptr_null(policy_default_dirs[5]);
 }
 END_TEST
 

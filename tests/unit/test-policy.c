@@ -677,7 +677,7 @@ START_TEST(test_service_scope_errors) {
         diagnostics_init(&d);
         ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=machine\n[TransparentHugePages]\nEnabled=never\n",
                                &d, &p), -EINVAL);
-        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "invalid Scope=machine; accepted: global, service");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "invalid Scope=machine; accepted: global, service, auto");
         diagnostics_clear(&d);
 
         diagnostics_init(&d);
@@ -702,6 +702,51 @@ START_TEST(test_service_scope_errors) {
         ck_assert_str_eq(policy_scope_to_string(POLICY_SCOPE_SERVICE), "service");
         ck_assert_int_eq(policy_scope_from_string("global"), POLICY_SCOPE_GLOBAL);
         ck_assert_int_eq(policy_scope_from_string(NULL), -EINVAL);
+}
+END_TEST
+
+/* Scope=auto isolates its services and keeps its machine-wide votes for when nobody wants more. */
+START_TEST(test_auto_scope) {
+        static const char text[] =
+                "[Policy]\n"                              /* 1 */
+                "Units=redis-server.service b.socket\n"   /* 2 */
+                "Scope=auto\n"                            /* 3 */
+                "[TransparentHugePages]\n"                /* 4 */
+                "Enabled=never\n"                         /* 5 */
+                "Defrag=never\n";                         /* 6 */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), 0);
+        ck_assert_uint_eq(d.n_errors, 0);
+        ck_assert_uint_eq(d.n_warnings, 1);
+        assert_diag(&d, DIAGNOSTIC_WARNING, 2, "'b.socket' is not a service: Scope=auto isolates");
+        ck_assert_int_eq(p->scope, POLICY_SCOPE_AUTO);
+        ck_assert(policy_isolates(p));
+        ck_assert_int_eq(p->service_thp, word(KNOB_ENABLED, "never"));
+        ck_assert_int_eq(p->knobs[KNOB_ENABLED], word(KNOB_ENABLED, "never"));
+        ck_assert_int_eq(p->knobs[KNOB_DEFRAG], word(KNOB_DEFRAG, "never"));
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=auto\n[TransparentHugePages]\nEnabled=always\n",
+                               &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "(Scope=auto, line 3): a process can only opt out");
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=auto\n[TransparentHugePages]\nDefrag=never\n",
+                               &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "Scope=auto needs [TransparentHugePages] Enabled=never or madvise");
+        diagnostics_clear(&d);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\n", &d, &p), 0);
+        ck_assert(!policy_isolates(p));
+        ck_assert_int_eq(p->service_thp, KNOB_VALUE_UNSET);
+        diagnostics_clear(&d);
 }
 END_TEST
 
@@ -1037,6 +1082,7 @@ int main(void) {
         tcase_add_test(tc, test_service_scope);
         tcase_add_test(tc, test_service_scope_machine_wide_keys);
         tcase_add_test(tc, test_service_scope_errors);
+        tcase_add_test(tc, test_auto_scope);
         tcase_add_test(tc, test_no_setting);
         tcase_add_test(tc, test_size_and_pages);
         tcase_add_test(tc, test_bad_page_size);

@@ -284,6 +284,182 @@ START_TEST(test_too_many_pools_is_reported) {
 }
 END_TEST
 
+/* --- Scope=auto: per service where another active policy wants a looser enabled --- */
+
+static Policy *make_auto(const char *name, const char *mode) {
+        Policy *p = make_policy(name);
+
+        p->scope = POLICY_SCOPE_AUTO;
+        set(p->knobs, KNOB_ENABLED, mode);
+        p->service_thp = p->knobs[KNOB_ENABLED];
+        return p;
+}
+
+static void resolve_with(ActivePolicy *active, size_t n, Target *t) {
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = n };
+
+        resolve_per_service(active, n);
+        resolve(&in, t);
+}
+
+/* The issue's host: MongoDB 8 (global, always, its defrag and khugepaged values) and Redis
+ * (auto, never, defrag never). Redis is met per service; MongoDB's values hold machine-wide. */
+START_TEST(test_auto_met_per_service_next_to_a_looser_policy) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        Target t;
+
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        set(mongo->knobs, KNOB_DEFRAG, "defer+madvise");
+        set(mongo->knobs, KNOB_KHUGEPAGED_MAX_PTES_NONE, "0");
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(redis->knobs, KNOB_SHMEM_ENABLED, "deny");
+        ActivePolicy active[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+
+        resolve_with(active, G_N_ELEMENTS(active), &t);
+        ck_assert(!active[0].per_service);
+        ck_assert(active[1].per_service);
+        assert_value(&t, KNOB_ENABLED, "always");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, mongo);
+        assert_value(&t, KNOB_DEFRAG, "defer+madvise");
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "0");
+        /* shmem_enabled reaches files every process shares: it stays a vote. */
+        assert_value(&t, KNOB_SHMEM_ENABLED, "deny");
+        ck_assert_ptr_eq(t.source[KNOB_SHMEM_ENABLED].policy, redis);
+}
+END_TEST
+
+/* Alone, or next to nothing looser, a Scope=auto policy votes as a global one would. */
+START_TEST(test_auto_votes_machine_wide_when_nobody_wants_more) {
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        g_autoptr(Policy) pg = make_policy("postgresql.conf");
+        Target t;
+
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        ActivePolicy alone[] = { { .policy = redis, .unit = "redis-server.service" } };
+        resolve_with(alone, 1, &t);
+        ck_assert(!alone[0].per_service);
+        assert_value(&t, KNOB_ENABLED, "never");
+        assert_value(&t, KNOB_DEFRAG, "never");
+
+        /* A global policy as strict: no looser value is wanted, Redis keeps voting. */
+        set(pg->knobs, KNOB_ENABLED, "never");
+        ActivePolicy both[] = {
+                { .policy = pg, .unit = "postgresql@17-main.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+        resolve_with(both, 2, &t);
+        ck_assert(!both[1].per_service);
+        assert_value(&t, KNOB_ENABLED, "never");
+        assert_value(&t, KNOB_DEFRAG, "never");
+        ck_assert_ptr_eq(t.source[KNOB_DEFRAG].policy, redis);
+
+        /* A global madvise is looser than never: Redis stands aside, madvise holds. */
+        set(pg->knobs, KNOB_ENABLED, "madvise");
+        both[1].per_service = false;
+        resolve_with(both, 2, &t);
+        ck_assert(both[1].per_service);
+        assert_value(&t, KNOB_ENABLED, "madvise");
+        assert_value(&t, KNOB_DEFRAG, "madvise"); /* the baseline: nobody else votes */
+}
+END_TEST
+
+/* Two services that both want per-service settings: Redis (never) and a madvise one. The madvise
+ * one needs madvise machine-wide for its own advised memory, so it votes; Redis stands aside. */
+START_TEST(test_two_auto_policies) {
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        g_autoptr(Policy) valkey = make_auto("valkey.conf", "never");
+        g_autoptr(Policy) oracle = make_auto("oracle.conf", "madvise");
+        Target t;
+
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(oracle->knobs, KNOB_DEFRAG, "madvise");
+        ActivePolicy never_pair[] = {
+                { .policy = redis, .unit = "redis-server.service" },
+                { .policy = valkey, .unit = "valkey-server.service" },
+        };
+        resolve_with(never_pair, 2, &t);
+        ck_assert(!never_pair[0].per_service);
+        ck_assert(!never_pair[1].per_service);
+        assert_value(&t, KNOB_ENABLED, "never");
+
+        ActivePolicy mixed[] = {
+                { .policy = oracle, .unit = "oracle.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+                { .policy = valkey, .unit = "valkey-server.service" },
+        };
+        resolve_with(mixed, 3, &t);
+        ck_assert(!mixed[0].per_service);
+        ck_assert(mixed[1].per_service);
+        ck_assert(mixed[2].per_service);
+        assert_value(&t, KNOB_ENABLED, "madvise");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, oracle);
+        assert_value(&t, KNOB_DEFRAG, "madvise");
+        ck_assert_ptr_eq(t.source[KNOB_DEFRAG].policy, oracle);
+}
+END_TEST
+
+/* A unit that cannot be isolated (a transient unit, or one started before its drop-in) leaves
+ * its policy voting machine-wide even next to a looser one: only the global knob protects it.
+ * Its vote then also counts against other Scope=auto policies. */
+START_TEST(test_auto_with_an_unisolated_unit_votes) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        g_autoptr(Policy) oracle = make_auto("oracle.conf", "madvise");
+        Target t;
+
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        ActivePolicy active[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = oracle, .unit = "oracle.service" },
+                { .policy = redis, .unit = "run-u12.service", .unisolated = true },
+        };
+        resolve_with(active, 3, &t);
+        ck_assert(!active[2].per_service);
+        /* never is now wanted machine-wide: nothing looser than madvise, oracle votes too. */
+        ck_assert(!active[1].per_service);
+        assert_value(&t, KNOB_ENABLED, "never");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, redis);
+}
+END_TEST
+
+/* With madvise a process still faults huge pages where it advises: only the enabled values
+ * (global and per size) stand aside, defrag and khugepaged still count. A stopped policy holding
+ * its pool (pool_only) is never met per service and votes no knob. */
+START_TEST(test_auto_madvise_withdraws_only_enabled) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) oracle = make_auto("oracle.conf", "madvise");
+        Knob mthp = KNOB_MTHP_FIRST + 8;
+        Target t;
+
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        set(oracle->knobs, KNOB_DEFRAG, "defer");
+        set(oracle->knobs, mthp, "madvise");
+        set(oracle->knobs, KNOB_KHUGEPAGED_PAGES_TO_SCAN, "512");
+        ActivePolicy active[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = oracle, .unit = "oracle.service" },
+        };
+        resolve_with(active, 2, &t);
+        ck_assert(active[1].per_service);
+        ck_assert(resolve_withdrawn(&active[1], KNOB_ENABLED));
+        ck_assert(resolve_withdrawn(&active[1], mthp));
+        ck_assert(!resolve_withdrawn(&active[1], KNOB_DEFRAG));
+        assert_value(&t, KNOB_ENABLED, "always");
+        assert_value(&t, mthp, "inherit");
+        assert_value(&t, KNOB_DEFRAG, "defer");
+        assert_value(&t, KNOB_KHUGEPAGED_PAGES_TO_SCAN, "512");
+
+        active[1].pool_only = true;
+        resolve_with(active, 2, &t);
+        ck_assert(!active[1].per_service);
+        assert_value(&t, KNOB_DEFRAG, "madvise");
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("resolve");
         TCase *tc = tcase_create("core");
@@ -299,6 +475,11 @@ int main(void) {
         tcase_add_test(tc, test_pool_only_policy_does_not_vote_knobs);
         tcase_add_test(tc, test_pool_sum_saturates);
         tcase_add_test(tc, test_too_many_pools_is_reported);
+        tcase_add_test(tc, test_auto_met_per_service_next_to_a_looser_policy);
+        tcase_add_test(tc, test_auto_votes_machine_wide_when_nobody_wants_more);
+        tcase_add_test(tc, test_two_auto_policies);
+        tcase_add_test(tc, test_auto_with_an_unisolated_unit_votes);
+        tcase_add_test(tc, test_auto_madvise_withdraws_only_enabled);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

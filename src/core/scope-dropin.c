@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "scope-dropin.h"
+#include "util.h"
+
+const char *scope_via_to_string(ScopeVia v) {
+        static const char *const names[_SCOPE_VIA_MAX] = {
+                [SCOPE_VIA_NONE] = "none",
+                [SCOPE_VIA_HELPER] = "thpd-exec",
+                [SCOPE_VIA_MEMORY_THP] = "MemoryTHP",
+        };
+
+        if (v < 0 || v >= _SCOPE_VIA_MAX)
+                return NULL;
+        return names[v];
+}
+
+static const char *memory_thp_value(const ScopeDropinRequest *req, const char *mode) {
+        if (streq(mode, "never"))
+                return "disable";
+        return req->kernel_except_advised ? "madvise" : "disable";
+}
+
+static int append_helper_lines(const ScopeDropinRequest *req, const char *mode, GString *s,
+                               const char **ret_bad_line) {
+        const UnitExec *exec = req->exec;
+
+        if (exec->exec_start->len == 0)
+                return -ENOEXEC;
+        g_string_append(s, "ExecStart=\n");
+        for (guint i = 0; i < exec->exec_start->len; i++) {
+                const char *value = g_ptr_array_index(exec->exec_start, i);
+                g_autofree char *line = NULL;
+
+                if (exec_start_wrap(value, req->helper, mode, &line) < 0) {
+                        if (ret_bad_line)
+                                *ret_bad_line = value;
+                        return -EINVAL;
+                }
+                g_string_append_printf(s, "ExecStart=%s\n", line);
+        }
+        /* Units sandboxed with NoExecPaths= (Debian's redis-server) could not exec the helper. */
+        if (exec->no_exec_paths)
+                g_string_append_printf(s, "ExecPaths=%s\n", req->helper);
+        return 0;
+}
+
+int scope_dropin_text(const ScopeDropinRequest *req, char **ret, const char **ret_bad_line) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        const Policy *p = req->policy;
+        char buf[24];
+        const char *mode = knob_value_to_string(KNOB_ENABLED, p->service_thp, buf);
+        const char *scope = policy_scope_to_string(p->scope);
+        int r;
+
+        g_string_append_printf(s, "# Written by thpd-generator for %s\n", p->path);
+        if (req->via == SCOPE_VIA_MEMORY_THP) {
+                const char *value = memory_thp_value(req, mode);
+
+                g_string_append_printf(s,
+                                       "# (Scope=%s, Enabled=%s): the service manager sets THP for the processes\n"
+                                       "# of %s at their start.\n",
+                                       scope, mode, req->unit);
+                if (!streq(mode, "never") && streq(value, "disable"))
+                        g_string_append(s, "# This kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18): THP is\n"
+                                           "# off for them entirely, the stricter side of madvise.\n");
+                g_string_append_printf(s, "[Service]\nMemoryTHP=%s\n", value);
+        } else {
+                g_string_append_printf(s,
+                                       "# (Scope=%s, Enabled=%s): the ExecStart= commands of %s,\n"
+                                       "# as %s and its drop-ins say, run through\n"
+                                       "# thpd-exec, which sets prctl(PR_SET_THP_DISABLE) and execs them.\n"
+                                       "# After a change to ExecStart=, \"systemctl daemon-reload\" updates this file.\n"
+                                       "[Service]\n",
+                                       scope, mode, req->unit, req->fragment);
+                r = append_helper_lines(req, mode, s, ret_bad_line);
+                if (r < 0)
+                        return r;
+        }
+        *ret = g_string_free(g_steal_pointer(&s), false);
+        return 0;
+}
+
+ScopeVia scope_dropin_parse(const char *text, char **ret_value) {
+        bool helper = false;
+        g_auto(GStrv) lines = g_strsplit(text ?: "", "\n", -1);
+
+        for (char **l = lines; *l; l++) {
+                const char *line = *l;
+
+                if (g_str_has_prefix(line, "MemoryTHP=")) {
+                        if (ret_value)
+                                *ret_value = g_strstrip(g_strdup(line + strlen("MemoryTHP=")));
+                        return SCOPE_VIA_MEMORY_THP;
+                }
+                if (g_str_has_prefix(line, "ExecStart=") && strstr(line, " --thp="))
+                        helper = true;
+        }
+        return helper ? SCOPE_VIA_HELPER : SCOPE_VIA_NONE;
+}
