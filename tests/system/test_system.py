@@ -585,7 +585,7 @@ class SystemTest(unittest.TestCase):
             self.skipTest('this kernel has no 2 MiB hugetlb pool')
         c = self.boot()
         self.install_thpd(c, config=f'[Daemon]\nPoolGracePeriod={POOL_GRACE}s\n')
-        pages = int(re.search(r'^Pages=(\d+)$', c.read('/usr/lib/thpd/policy.d/postgresql.conf'), re.M).group(1))
+        pages = int(re.search(r'^Pages=(\d+)$', c.read('/usr/share/thpd/policy.d/postgresql.conf'), re.M).group(1))
         pool = int(base(POOL_2M)) + pages
         # Debian's postgresql@.service ships no await drop-in (only Redis's does): start it the
         # way an admin who wants the guarantee would, then record what the server starts with.
