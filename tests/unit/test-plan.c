@@ -447,6 +447,47 @@ START_TEST(test_isolation_checks) {
 }
 END_TEST
 
+/* Scope=auto next to a global policy that wants always: met per service while its unit is
+ * isolated or still being checked; a unit found with THP puts its vote back on the machine. */
+START_TEST(test_auto_isolation_decides_per_service) {
+        Policy *mongo = add_policy("mongodb.conf", "always");
+        Policy *redis = add_policy("redis.conf", "never");
+        PlanUnit m = { .name = "mongod.service", .running = true };
+        PlanUnit r = { .name = "redis-server.service", .running = true };
+        PlanCandidate c[] = {
+                { .policy = mongo, .units = &m, .n_units = 1 },
+                { .policy = redis, .units = &r, .n_units = 1 },
+        };
+
+        redis->scope = POLICY_SCOPE_AUTO;
+        redis->service_thp = redis->knobs[KNOB_ENABLED];
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 1);
+        ck_assert(g_array_index(F.plan.active, ActivePolicy, 1).per_service);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "always");
+
+        set_isolation("redis-server.service", redis, 0, ISOLATION_NOT_ISOLATED);
+        run(c, G_N_ELEMENTS(c));
+        ck_assert(g_array_index(F.plan.active, ActivePolicy, 1).unisolated);
+        ck_assert(!g_array_index(F.plan.active, ActivePolicy, 1).per_service);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
+        ck_assert_str_eq(restart_hint("redis-server.service"), "redis.conf");
+
+        /* Restarted under its drop-in: isolated, and always is back. */
+        r.stops = 1;
+        set_isolation("redis-server.service", redis, 1, ISOLATION_ISOLATED);
+        run(c, G_N_ELEMENTS(c));
+        ck_assert(g_array_index(F.plan.active, ActivePolicy, 1).per_service);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "always");
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+
+        /* Alone, it holds the machine at never as a global policy would. */
+        run(&c[1], 1);
+        ck_assert(!g_array_index(F.plan.active, ActivePolicy, 0).per_service);
+        assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "never");
+}
+END_TEST
+
 /* The admin override beats every policy. */
 START_TEST(test_override) {
         const Policy *p = add_policy("redis.conf", "never");
@@ -603,6 +644,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_active_count);
         tcase_add_test(tc, test_changes_only);
         tcase_add_test(tc, test_isolation_checks);
+        tcase_add_test(tc, test_auto_isolation_decides_per_service);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
         tcase_add_test(tc, test_change_flags);
