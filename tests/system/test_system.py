@@ -1498,6 +1498,87 @@ class SystemTest(unittest.TestCase):
         c.run('rm', '/etc/sysfs.d/thpd-system-test.conf')
 
 
+    # -- the mixed host (issue 33)
+
+    MONGOD_STANDIN = (
+        # Touches 256 MiB of anonymous memory, as mongod's heap would, without madvise: under
+        # always it gets huge pages, under a per-process disable none. perl-base is essential.
+        '[Unit]\nDescription=mongod stand-in (MongoDB 8 package as thpd-system-test ships it)\n'
+        # ($$ is systemd's escape for a literal $ in ExecStart=.)
+        '[Service]\nExecStart=/usr/bin/perl -e \'my $$m = "x" x (256 << 20); '
+        'open(my $$f, ">", "/run/mongod-standin.ready") or die; close $$f; sleep 86400 while 1\'\n')
+
+    def anon_huge_kib(self, c, pid):
+        return int(re.search(r'^AnonHugePages:\s+(\d+) kB', c.read(f'/proc/{pid}/smaps_rollup'), re.M).group(1))
+
+    def test_10_mixed_host(self):
+        """MongoDB 8 next to Debian's redis-server, each with the policy its package would ship:
+        the stand-in's package links thpd's mongodb-8.conf as /usr/lib/thpd/policy.d/mongodb.conf,
+        Redis keeps thpd's own redis.conf (Scope=auto). The host gets MongoDB's always,
+        defer+madvise and max_ptes_none 0; Redis's processes run with THP off, through the
+        manager's MemoryTHP= where it has one (no ExecStart= rewritten) and through thpd-exec
+        elsewhere. Redis is told not to opt out itself (disable-thp no)."""
+        c = self.boot()
+        self.install_thpd(c)
+        memory_thp = 'MemoryTHP=' in c.run('/lib/systemd/systemd', '--dump-configuration-items').stdout
+        c.write('/lib/systemd/system/mongod.service', self.MONGOD_STANDIN)
+        c.run('ln', '-s', '/usr/share/thpd/policy-vendor/mongodb-8.conf', '/usr/lib/thpd/policy.d/mongodb.conf')
+        c.run('systemctl', 'daemon-reload')
+        c.run('systemctl', 'reload', 'thpd')
+        self.apt_install(c, 'redis-server')
+        dropin = c.read('/run/systemd/generator/redis-server.service.d/zz-thpd-scope.conf')
+        if memory_thp:
+            self.assertIn('\nMemoryTHP=disable\n', dropin)
+            self.assertNotIn('ExecStart', dropin)
+            self.assertEqual(c.unit_property('redis-server.service', 'MemoryTHP'), 'disable')
+            via = 'MemoryTHP=disable'
+        else:
+            self.assertIn('ExecStart=/usr/lib/thpd/thpd-exec --thp=never -- /usr/bin/redis-server', dropin)
+            via = 'thpd-exec'
+        # No policy of Scope=auto or service names mongod: its unit keeps its own ExecStart=.
+        self.assertEqual(c.run('sh', '-c', 'ls /run/systemd/generator/mongod.service.d 2>&1 || true').stdout.strip()
+                         .count('zz-thpd-scope.conf'), 0)
+        c.sh('echo "disable-thp no" >> /etc/redis/redis.conf')
+        c.run('systemctl', 'restart', 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        # Alone, Redis's policy holds the machine at never, as it always did.
+        self.wait_host(enabled='never', defrag='never')
+
+        c.run('systemctl', 'start', 'mongod')
+        self.wait_host(enabled='always', defrag='defer+madvise')
+        wait_until(lambda: c.run('test', '-e', '/run/mongod-standin.ready', check=False).returncode == 0, DEADLINE, 'the mongod stand-in to touch its memory')
+        self.assertEqual(host('transparent_hugepage/khugepaged/max_ptes_none'), '0')
+        # 256 MiB into Redis, as 64 values of 4 MiB.
+        c.sh('perl -e \'my $v = "r" x (4 << 20); for my $i (1..64) { print "SET big:$i $v\\r\\n" }\' '
+             '| redis-cli --pipe >/dev/null')
+        redis = self.thp_enabled(c, 'redis-server.service')
+        mongod = self.thp_enabled(c, 'mongod.service')
+        self.assertEqual(set(redis.values()), {0}, f'every Redis process is isolated ({via})')
+        self.assertEqual(set(mongod.values()), {1})
+        mongod_pid, redis_pid = c.main_pid('mongod.service'), c.main_pid('redis-server.service')
+        huge = wait_until(lambda: self.anon_huge_kib(c, mongod_pid), DEADLINE, 'AnonHugePages > 0 for mongod')
+        self.assertEqual(self.anon_huge_kib(c, redis_pid), 0)
+        rss = int(re.search(r'^Rss:\s+(\d+)', c.read(f'/proc/{redis_pid}/smaps_rollup'), re.M).group(1))
+        self.assertGreater(rss, 256 << 10, 'Redis holds the 256 MiB it was given')
+        log(f'AnonHugePages: mongod {huge} kB, redis-server 0 kB of {rss} kB Rss; Redis isolated via {via}')
+
+        wait_until(lambda: self.show(c).get('IsolatedServices.redis-server.service.MachineWide') == 'no', DEADLINE,
+                   lambda: f'Redis met per service: {self.show(c)}')
+        show = self.show(c)
+        self.assertEqual(show['IsolatedServices.redis-server.service.State'], 'isolated')
+        self.assertEqual(show['IsolatedServices.redis-server.service.Via'], via)
+        self.assertEqual(show['Knobs.enabled.Policy'], 'mongodb.conf')
+        self.assertEqual(show['NeedsRestart'], '')
+        status = self.ctl(c, 'status').stdout
+        self.assertIn(f'Isolated: redis-server.service THP never for its processes only (redis.conf, Scope=auto, via '
+                      f'{via}): isolated', status)
+        log('thpd-ctl status on the mixed host:\n' + status)
+
+        # MongoDB stops: Redis's policy holds the machine at never again.
+        c.run('systemctl', 'stop', 'mongod')
+        self.wait_host(enabled='never', defrag='never')
+
+
 # --- running ----------------------------------------------------------------------------------
 
 class TimedResult(unittest.TextTestResult):
