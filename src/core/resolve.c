@@ -161,6 +161,7 @@ void resolve(const ResolveInput *in, Target *ret) {
                 }
                 p->requested = add_saturating(p->requested, policy->pool.pages);
                 p->n_policies++;
+                p->n_in_grace += in->active[i].pool_only;
         }
 
         for (size_t i = 0; i < ret->n_pools; i++)

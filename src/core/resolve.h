@@ -51,6 +51,7 @@ typedef struct PoolTarget {
         uint64_t requested;   /* sum over policies */
         uint64_t pages;       /* baseline + requested */
         unsigned n_policies;
+        unsigned n_in_grace;  /* of those, the ones whose units stopped (ActivePolicy.pool_only) */
 } PoolTarget;
 
 typedef struct ResolveInput {

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager-pools.h"
 #include "pool-ops.h"
+#include "pool-plan.h"
 #include "pools.h"
 #include "sysfs.h"
 #include "util.h"
@@ -50,88 +51,128 @@ char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
         return g_string_free(g_steal_pointer(&s), false);
 }
 
-unsigned manager_apply_pools(Manager *m) {
+/* What pool_plan_step() needs, read now. */
+static void observe_pool(Manager *m, const PoolTarget *t, const PoolBaseline *b, const char *item,
+                         PoolObservation *ret, PoolState *ret_state, int *ret_read_error) {
+        size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
+        PoolState state = {};
+        int r;
+
+        r = pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state);
+        *ret = (PoolObservation) {
+                .has_baseline = b != NULL,
+                .baseline = b ? b->pages : 0,
+                /* A global pool without a baseline: this kernel lacks the page size. */
+                .present = b != NULL || t->node != POOL_NODE_ANY,
+                .readable = r >= 0,
+                .current = r >= 0 ? state.nr : 0,
+                .owned = b && m->pool_owned[bi],
+                .yielded = drift_conflict(&m->drift, item) != NULL,
+        };
+        *ret_state = state;
+        *ret_read_error = r;
+}
+
+/* Carries out a RESIZE or OWN step; returns whether the write succeeded, with what it left. */
+static bool resize(Manager *m, const PoolTarget *t, const PoolStep *step, const char *size, PoolStatus *status,
+                   unsigned *errors, uint64_t *ret_allocated) {
         PoolRoots roots = { .sysfs_root = m->sysfs_root, .procfs_root = m->procfs_root };
         PoolOps ops = pool_ops_sysfs(&roots);
+        g_autofree char *reason = manager_pool_reason(m, t->page_size_kb, t->node);
+        PoolResult res;
+        int r;
+
+        r = pool_resize(&ops, t->page_size_kb, t->node, step->target, m->settings.pool_alloc_retries, &res);
+        if (r < 0) {
+                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %m", size, step->target, reason);
+                status->shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", step->target, strerror(-r));
+                (*errors)++;
+                return false;
+        }
+        if (res.allocated < step->target) {
+                status->shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)", res.allocated,
+                                                    step->target, res.attempts);
+                log_warning("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages, %" PRIu64 " short of %" PRIu64
+                            " after %u attempt(s) and %u compaction(s) (%s)",
+                            size, step->current, res.allocated, step->target - res.allocated, step->target,
+                            res.attempts, res.compactions, reason);
+        } else
+                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%s)", size, step->current, res.allocated,
+                         reason);
+        *ret_allocated = res.allocated;
+        return true;
+}
+
+unsigned manager_apply_pools(Manager *m) {
         unsigned errors = 0;
 
         g_array_set_size(m->pools, 0);
         for (size_t i = 0; i < m->target.n_pools; i++) {
                 const PoolTarget *t = &m->target.pools[i];
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
-                size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
                 PoolStatus status = { .page_size_kb = t->page_size_kb, .node = t->node, .target = t->pages };
                 g_autofree char *item = manager_pool_item(t->page_size_kb, t->node);
                 const DriftConflict *conflict;
+                PoolObservation o;
                 PoolState state;
-                PoolResult res;
+                PoolStep step;
+                uint64_t allocated = 0;
+                bool resized = false;
                 char size[24];
                 int r;
 
                 format_page_size(t->page_size_kb, size);
-                if (!b && t->node == POOL_NODE_ANY) {
-                        status.shortfall = g_strdup_printf("this kernel has no %s hugetlb pages", size);
-                        g_array_append_val(m->pools, status);
-                        continue;
-                }
-                if (!b) {
-                        /* A per-node pool: record its baseline on first use. */
-                        if (pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0 ||
-                            baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) < 0) {
-                                status.shortfall = g_strdup_printf("no %s pool on NUMA node %d", size, t->node);
+                observe_pool(m, t, b, item, &o, &state, &r);
+                pool_plan_step(t, &o, &step);
+                status.target = step.target;
+
+                /* Before any write it protects: a thpd killed after the write must still know
+                 * what to give back. */
+                if (step.persist_baseline) {
+                        if (baseline_set_pool(&m->baseline, t->page_size_kb, t->node, step.baseline) < 0) {
+                                status.shortfall = g_strdup_printf("cannot record the baseline of the %s pool", size);
                                 g_array_append_val(m->pools, status);
+                                errors++;
                                 continue;
                         }
                         manager_save_baseline(m);
                         b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
-                        bi = (size_t) (b - m->baseline.pools);
-                        status.target = state.nr + t->requested;
                 }
 
-                r = pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state);
-                if (r < 0) {
+                switch (step.action) {
+                case POOL_ACTION_MISSING:
+                        status.shortfall = t->node == POOL_NODE_ANY
+                                                   ? g_strdup_printf("this kernel has no %s hugetlb pages", size)
+                                                   : g_strdup_printf("no %s pool on NUMA node %d", size, t->node);
+                        g_array_append_val(m->pools, status);
+                        continue;
+                case POOL_ACTION_UNREADABLE:
                         status.shortfall = g_strdup_printf("cannot read the pool: %s", strerror(-r));
                         g_array_append_val(m->pools, status);
                         errors++;
                         continue;
+                case POOL_ACTION_YIELD:
+                        conflict = drift_conflict(&m->drift, item);
+                        status.shortfall = g_strdup_printf("left at %" PRIu64 " pages to %s, which keeps resizing it",
+                                                           step.current,
+                                                           conflict && conflict->writer ? conflict->writer
+                                                                                        : "an unknown writer");
+                        break;
+                case POOL_ACTION_OWN:
+                case POOL_ACTION_RESIZE:
+                        if (step.current != step.target)
+                                resized = resize(m, t, &step, size, &status, &errors, &allocated);
+                        break;
+                default:
+                        break;
                 }
 
-                if (t->requested == 0 && !m->pool_owned[bi]) {
-                        /* Not ours: follow the admin, as with knobs. */
-                        if (state.nr != b->pages && baseline_set_pool(&m->baseline, t->page_size_kb, t->node, state.nr) >= 0)
-                                manager_save_baseline(m);
-                        status.target = state.nr;
-                } else if (state.nr != status.target && (conflict = drift_conflict(&m->drift, item))) {
-                        /* Resizing it back would only start another round of a fight thpd gave
-                         * up (drift.h); the pool keeps what that writer set. */
-                        status.shortfall = g_strdup_printf("left at %" PRIu64 " pages to %s, which keeps resizing it",
-                                                           state.nr, conflict->writer ?: "an unknown writer");
-                } else if (state.nr != status.target) {
-                        g_autofree char *reason = manager_pool_reason(m, t->page_size_kb, t->node);
+                if (step.action != POOL_ACTION_YIELD)
+                        m->pool_owned[(size_t) (b - m->baseline.pools)] = pool_owned_after(t, &step, resized, allocated);
 
-                        r = pool_resize(&ops, t->page_size_kb, t->node, status.target, m->settings.pool_alloc_retries, &res);
-                        if (r < 0) {
-                                log_error_errno(r, "hugetlb %s pool: cannot set %" PRIu64 " pages (%s): %m", size,
-                                                status.target, reason);
-                                status.shortfall = g_strdup_printf("the kernel refused %" PRIu64 " pages: %s", status.target, strerror(-r));
-                                errors++;
-                        } else if (res.allocated < status.target) {
-                                status.shortfall = g_strdup_printf("%" PRIu64 " of %" PRIu64 " pages after %u attempt(s)",
-                                                                   res.allocated, status.target, res.attempts);
-                                log_warning("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages, %" PRIu64 " short of %" PRIu64
-                                            " after %u attempt(s) and %u compaction(s) (%s)",
-                                            size, state.nr, res.allocated, status.target - res.allocated, status.target,
-                                            res.attempts, res.compactions, reason);
-                        } else
-                                log_info("hugetlb %s pool: %" PRIu64 " -> %" PRIu64 " pages (%s)", size, state.nr,
-                                         res.allocated, reason);
-                        m->pool_owned[bi] = t->requested > 0 || (r >= 0 && res.allocated != b->pages);
-                        /* What the resize left: read again only when there was one. */
-                        if (pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
-                                state = (PoolState) {};
-                } else
-                        m->pool_owned[bi] = t->requested > 0;
-
+                /* What the resize left: read again only when there was one. */
+                if (resized && pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
+                        state = (PoolState) {};
                 status.allocated = state.nr;
                 status.free = state.free;
                 g_array_append_val(m->pools, status);

@@ -284,6 +284,10 @@ START_TEST(test_pool_grace) {
         ck_assert(!policy_active(no_pool, &pool_only));
         ck_assert_uint_eq(F.plan.next_grace_usec, NOW + GRACE);
         ck_assert(g_hash_table_contains(F.state.live_policies, p));
+        /* The pool's step tells a pool held in grace from one a running unit holds. */
+        ck_assert_uint_eq(F.target.n_pools, 1);
+        ck_assert_uint_eq(F.target.pools[0].n_policies, 1);
+        ck_assert_uint_eq(F.target.pools[0].n_in_grace, 1);
         assert_step(KNOB_ENABLED, KNOB_ACTION_WRITE, "madvise");
         ck_assert(!F.plan.knobs[KNOB_ENABLED].owned);
 

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "pool-plan.h"
+#include "util.h"
+
+const char *pool_action_to_string(PoolAction a) {
+        static const char *const names[_POOL_ACTION_MAX] = {
+                [POOL_ACTION_MISSING] = "missing",
+                [POOL_ACTION_UNREADABLE] = "unreadable",
+                [POOL_ACTION_FOLLOW] = "follow",
+                [POOL_ACTION_ADOPT] = "adopt",
+                [POOL_ACTION_OWN] = "own",
+                [POOL_ACTION_YIELD] = "yield",
+                [POOL_ACTION_GRACE] = "grace",
+                [POOL_ACTION_KEEP] = "keep",
+                [POOL_ACTION_RESIZE] = "resize",
+        };
+
+        if (a < 0 || a >= _POOL_ACTION_MAX)
+                return NULL;
+        return names[a];
+}
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void pool_plan_step(const PoolTarget *t, const PoolObservation *o, PoolStep *ret) {
+        PoolStep step = {
+                .current = o->current,
+                .target = t->pages,
+                .baseline = o->baseline,
+        };
+
+        if (!o->present || (!o->has_baseline && !o->readable)) {
+                /* A global pool has its baseline from the start; a per-node one needs a read. */
+                step.action = POOL_ACTION_MISSING;
+                step.target = t->pages;
+        } else if (!o->readable)
+                step.action = POOL_ACTION_UNREADABLE;
+        else if (!o->has_baseline) {
+                step.action = POOL_ACTION_OWN;
+                step.baseline = o->current;
+                step.target = add_saturating(o->current, t->requested);
+                step.persist_baseline = true;
+        } else if (t->requested == 0 && !o->owned) {
+                /* Not ours: the baseline follows the admin, as with knobs. */
+                step.action = o->current != o->baseline ? POOL_ACTION_ADOPT : POOL_ACTION_FOLLOW;
+                step.baseline = o->current;
+                step.target = o->current;
+                step.persist_baseline = step.action == POOL_ACTION_ADOPT;
+        } else if (o->current != t->pages)
+                /* Resizing it back would only start another round of a fight thpd gave up. */
+                step.action = o->yielded ? POOL_ACTION_YIELD : POOL_ACTION_RESIZE;
+        else if (t->requested > 0 && t->n_in_grace == t->n_policies)
+                step.action = POOL_ACTION_GRACE;
+        else
+                step.action = POOL_ACTION_KEEP;
+        *ret = step;
+}
+
+bool pool_owned_after(const PoolTarget *t, const PoolStep *step, bool resized, uint64_t allocated) {
+        if (t->requested > 0)
+                return true;
+        return resized && allocated != step->baseline;
+}
