@@ -16,7 +16,7 @@ typedef struct Cell {
 } Cell;
 
 typedef struct Column {
-        char *header, *json_key;
+        const char *header, *json_key; /* not copied: the verbs name their columns in literals */
         size_t minimum_width;
 } Column;
 
@@ -26,13 +26,6 @@ struct CtlTable {
         GArray *display; /* size_t; NULL: every column with a header */
         char *empty;
 };
-
-static void column_clear(gpointer p) {
-        Column *c = p;
-
-        g_free(c->header);
-        g_free(c->json_key);
-}
 
 static void cell_clear(gpointer p) {
         Cell *c = p;
@@ -45,7 +38,6 @@ CtlTable *ctl_table_new(void) {
         CtlTable *t = g_new0(CtlTable, 1);
 
         t->columns = g_array_new(FALSE, TRUE, sizeof(Column));
-        g_array_set_clear_func(t->columns, column_clear);
         t->cells = g_array_new(FALSE, TRUE, sizeof(Cell));
         g_array_set_clear_func(t->cells, cell_clear);
         t->empty = g_strdup("");
@@ -64,7 +56,7 @@ void ctl_table_free(CtlTable *t) {
 }
 
 size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_key) {
-        Column c = { .header = g_strdup(header), .json_key = g_strdup(json_key) };
+        Column c = { .header = header, .json_key = json_key };
 
         g_assert(t->cells->len == 0);
         g_array_append_val(t->columns, c);
@@ -148,7 +140,7 @@ static void append_padded(GString *line, const char *text, size_t width) {
                 g_string_append_c(line, ' ');
 }
 
-static void print_line(CtlOutput *out, GArray *shown, char **texts, const char *const *colors, const size_t *widths,
+static void print_line(CtlOutput *out, GArray *shown, const char *const *texts, const char *const *colors, const size_t *widths,
                        const char *line_color) {
         g_autoptr(GString) line = g_string_new(line_color);
 
@@ -194,10 +186,10 @@ void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
         }
 
         if (header) {
-                g_autofree char **titles = g_new0(char *, n + 1);
+                g_autofree const char **titles = g_new0(const char *, n + 1);
 
                 for (size_t i = 0; i < n; i++)
-                        titles[i] = g_array_index(t->columns, Column, g_array_index(shown, size_t, i)).header ?: (char *) "";
+                        titles[i] = g_array_index(t->columns, Column, g_array_index(shown, size_t, i)).header ?: "";
                 print_line(out, shown, titles, colors, widths, ctl_color(CTL_COLOR_BOLD));
         }
         for (size_t r = 0; r < rows; r++) {

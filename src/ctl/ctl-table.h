@@ -24,8 +24,8 @@ void ctl_table_free(CtlTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CtlTable, ctl_table_free)
 
 /* header: the column's title in text, NULL for a column only JSON shows; json_key: its member in
- * JSON, NULL for a column only text shows. Returns the column's index. Columns are added before
- * any cell. */
+ * JSON, NULL for a column only text shows. Both must outlive the table (string literals). Returns
+ * the column's index. Columns are added before any cell. */
 size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_key);
 /* The text column is at least this many columns wide, whatever its cells. */
 void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width);
