@@ -162,6 +162,11 @@ void ctl_json_strv(CtlJson *j, const char *key, char *const *values) {
         ctl_json_end_array(j);
 }
 
+void ctl_json_raw(CtlJson *j, const char *key, const char *text) {
+        begin_value(j, key);
+        g_string_append(j->text, text);
+}
+
 void ctl_json_time(CtlJson *j, const char *key, uint64_t realtime_usec) {
         g_autofree char *usec_key = g_strconcat(key, "_usec", NULL);
         g_autofree char *iso = realtime_usec > 0 ? ctl_format_iso8601(realtime_usec) : NULL;
@@ -175,7 +180,7 @@ void ctl_json_time(CtlJson *j, const char *key, uint64_t realtime_usec) {
         ctl_json_uint(j, usec_key, realtime_usec);
 }
 
-const char *ctl_json_text(CtlJson *j) {
+const char *ctl_json_text(const CtlJson *j) {
         return j->text->str;
 }
 

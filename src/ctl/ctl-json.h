@@ -35,10 +35,12 @@ void ctl_json_bool(CtlJson *j, const char *key, bool value);
  * ("12", as thpd-ctl always printed it). */
 void ctl_json_double(CtlJson *j, const char *key, double value);
 void ctl_json_strv(CtlJson *j, const char *key, char *const *values);
+/* A value written elsewhere: text is a complete JSON value, as ctl_json_text() gives it. */
+void ctl_json_raw(CtlJson *j, const char *key, const char *text);
 /* A point in time as two keys: KEY, ISO 8601 in UTC, and KEY_usec, µs since the epoch; both null
  * for 0 (none). */
 void ctl_json_time(CtlJson *j, const char *key, uint64_t realtime_usec);
 /* The document as compact text, without a newline; owned by j. */
-const char *ctl_json_text(CtlJson *j);
+const char *ctl_json_text(const CtlJson *j);
 /* Writes the document and a newline to f; returns a CtlExit code. */
 int ctl_json_print(CtlJson *j, FILE *f);

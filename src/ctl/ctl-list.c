@@ -2,6 +2,7 @@
 #include "ctl-bus.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "log.h"
 #include "util.h"
 
@@ -91,28 +92,19 @@ static bool about(const CtlDiagnostic *d, const PolicyRow *row) {
         return streq_ptr(d->policy, row->name);
 }
 
-/* "" on the bus means "none"; JSON says null. */
-static void row_to_json(const PolicyRow *row, GArray *diagnostics, CtlJson *b) {
-        ctl_json_string(b, "policy", row->name);
-        ctl_json_string(b, "state", policy_state(row));
-        ctl_json_string(b, "path", empty_to_null(row->path));
-        ctl_json_string(b, "masked_by", empty_to_null(row->masked_by));
-        ctl_json_string(b, "description", empty_to_null(row->description));
-        ctl_json_strv(b, "units", row->units);
-        ctl_json_strv(b, "overrides", row->shadowed);
-        ctl_json_begin_array(b, "diagnostics");
-        for (guint i = 0; i < diagnostics->len; i++)
-                if (about(&g_array_index(diagnostics, CtlDiagnostic, i), row))
-                        ctl_diagnostic_to_json(b, &g_array_index(diagnostics, CtlDiagnostic, i), false);
-        ctl_json_end_array(b);
-}
-
-static bool has_row(GArray *rows, const CtlDiagnostic *d) {
-        for (guint i = 0; i < rows->len; i++)
-                if (about(d, &g_array_index(rows, PolicyRow, i)))
-                        return true;
-        return false;
-}
+/* The columns of a policy row, in the order of its JSON members; text shows NAME, STATE, UNITS
+ * and PATH, where PATH says what masks a masked policy. */
+enum {
+        COLUMN_POLICY,
+        COLUMN_STATE,
+        COLUMN_PATH,
+        COLUMN_MASKED_BY,
+        COLUMN_DESCRIPTION,
+        COLUMN_UNITS,
+        COLUMN_OVERRIDES,
+        COLUMN_DIAGNOSTICS,
+        COLUMN_PATH_TEXT,
+};
 
 static CtlColor state_color(const char *state) {
         if (streq(state, "active"))
@@ -124,17 +116,62 @@ static CtlColor state_color(const char *state) {
         return CTL_COLOR_NORMAL;
 }
 
-static int list_json(CtlOutput *out, GArray *rows, GArray *diagnostics) {
+static CtlTable *policy_table_new(void) {
+        static const size_t display[] = { COLUMN_POLICY, COLUMN_STATE, COLUMN_UNITS, COLUMN_PATH_TEXT };
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "NAME", "policy");
+        ctl_table_add_column(t, "STATE", "state");
+        ctl_table_add_column(t, NULL, "path");
+        ctl_table_add_column(t, NULL, "masked_by");
+        ctl_table_add_column(t, NULL, "description");
+        ctl_table_add_column(t, "UNITS", "units");
+        ctl_table_add_column(t, NULL, "overrides");
+        ctl_table_add_column(t, NULL, "diagnostics");
+        ctl_table_add_column(t, "PATH", NULL);
+        /* As wide as the longest state, so that the column stays put whichever states there are. */
+        ctl_table_set_minimum_width(t, COLUMN_STATE, strlen("inactive"));
+        ctl_table_set_display(t, display, ELEMENTSOF(display));
+        ctl_table_set_empty_string(t, "-");
+        return t;
+}
+
+/* "" on the bus means "none"; JSON says null. */
+static void policy_table_add(CtlTable *t, const PolicyRow *row, GArray *diagnostics) {
+        g_autoptr(CtlJson) mine = ctl_json_new();
+        g_autofree char *path = row->masked_by[0] ? g_strdup_printf("%s (mask)", row->masked_by) : g_strdup(row->path);
+        const char *state = policy_state(row);
+
+        ctl_json_begin_array(mine, NULL);
+        for (guint i = 0; i < diagnostics->len; i++)
+                if (about(&g_array_index(diagnostics, CtlDiagnostic, i), row))
+                        ctl_diagnostic_to_json(mine, &g_array_index(diagnostics, CtlDiagnostic, i), false);
+        ctl_json_end_array(mine);
+
+        ctl_table_add_string(t, row->name);
+        ctl_table_add_string(t, state);
+        ctl_table_set_color(t, state_color(state));
+        ctl_table_add_string(t, empty_to_null(row->path));
+        ctl_table_add_string(t, empty_to_null(row->masked_by));
+        ctl_table_add_string(t, empty_to_null(row->description));
+        ctl_table_add_strv(t, row->units);
+        ctl_table_add_strv(t, row->shadowed);
+        ctl_table_add_json(t, mine);
+        ctl_table_add_string(t, path);
+}
+
+static bool has_row(GArray *rows, const CtlDiagnostic *d) {
+        for (guint i = 0; i < rows->len; i++)
+                if (about(d, &g_array_index(rows, PolicyRow, i)))
+                        return true;
+        return false;
+}
+
+static int list_json(CtlOutput *out, const CtlTable *t, GArray *rows, GArray *diagnostics) {
         g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
-        ctl_json_begin_array(b, "policies");
-        for (guint i = 0; i < rows->len; i++) {
-                ctl_json_begin_object(b, NULL);
-                row_to_json(&g_array_index(rows, PolicyRow, i), diagnostics, b);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
+        ctl_table_to_json(t, b, "policies");
         /* What belongs to no listed policy: a directory's problems, or a file that was ignored. */
         ctl_json_begin_array(b, "diagnostics");
         for (guint i = 0; i < diagnostics->len; i++) {
@@ -150,38 +187,23 @@ static int list_json(CtlOutput *out, GArray *rows, GArray *diagnostics) {
 
 int verb_list(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         g_autoptr(GArray) rows = NULL, diagnostics = NULL;
-        int name_width = (int) strlen("NAME"), state_width = (int) strlen("inactive"), units_width = (int) strlen("UNITS");
+        g_autoptr(CtlTable) t = policy_table_new();
         unsigned invalid = 0;
         int r;
 
         r = list_policies(o, &rows, &diagnostics);
         if (r != CTL_EXIT_OK)
                 return r;
-        if (o->json)
-                return list_json(out, rows, diagnostics);
-
-        g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
         for (guint i = 0; i < rows->len; i++) {
                 const PolicyRow *row = &g_array_index(rows, PolicyRow, i);
-                char *u = row->units && row->units[0] ? g_strjoinv(" ", row->units) : g_strdup("-");
 
-                name_width = MAX(name_width, (int) strlen(row->name));
-                units_width = MAX(units_width, (int) strlen(u));
-                g_ptr_array_add(units, u);
+                policy_table_add(t, row, diagnostics);
                 invalid += streq(policy_state(row), "invalid");
         }
+        if (o->json)
+                return list_json(out, t, rows, diagnostics);
 
-        if (!o->no_legend)
-                ctl_printf(out, "%s%-*s  %-*s  %-*s  %s%s\n", ctl_color(CTL_COLOR_BOLD), name_width, "NAME", state_width, "STATE",
-                           units_width, "UNITS", "PATH", ctl_color(CTL_COLOR_NORMAL));
-        for (guint i = 0; i < rows->len; i++) {
-                const PolicyRow *row = &g_array_index(rows, PolicyRow, i);
-                const char *state = policy_state(row);
-                g_autofree char *path = row->masked_by[0] ? g_strdup_printf("%s (mask)", row->masked_by) : g_strdup(row->path);
-
-                ctl_printf(out, "%-*s  %s%-*s%s  %-*s  %s\n", name_width, row->name, ctl_color(state_color(state)), state_width, state,
-                           ctl_color(CTL_COLOR_NORMAL), units_width, (const char *) g_ptr_array_index(units, i), path);
-        }
+        ctl_table_print(t, out, !o->no_legend);
         /* The reasons, where admins look; a script reading the table with --no-legend gets them on
          * stderr, out of its way. */
         if (diagnostics->len > 0 && !o->no_legend) {
@@ -234,10 +256,12 @@ int verb_cat(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         }
 
         if (o->json) {
+                g_autoptr(CtlTable) t = policy_table_new();
                 g_autoptr(CtlJson) b = ctl_json_new();
 
+                policy_table_add(t, row, diagnostics);
                 ctl_json_begin_object(b, NULL);
-                row_to_json(row, diagnostics, b);
+                ctl_table_row_to_json(t, 0, b);
                 ctl_json_string(b, "content", content);
                 ctl_json_end_object(b);
                 return ctl_json_print(b, out->f);

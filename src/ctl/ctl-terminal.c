@@ -118,7 +118,7 @@ static size_t char_width(const char *s, size_t *len) {
         return g_unichar_iswide(c) ? 2 : g_unichar_iszerowidth(c) ? 0 : 1;
 }
 
-static size_t visible_width(const char *s) {
+size_t ctl_visible_width(const char *s) {
         size_t width = 0, len;
 
         while (*s) {
@@ -140,9 +140,9 @@ char *ctl_cut_line(const char *line, size_t columns) {
         bool escaped = false;
         GString *out;
 
-        if (visible_width(line) <= columns)
+        if (ctl_visible_width(line) <= columns)
                 return g_strdup(line);
-        room = columns > visible_width(ellipsis) ? columns - visible_width(ellipsis) : 0;
+        room = columns > ctl_visible_width(ellipsis) ? columns - ctl_visible_width(ellipsis) : 0;
         out = g_string_new(NULL);
         for (const char *s = line; *s;) {
                 size_t esc = escape_length(s), w;

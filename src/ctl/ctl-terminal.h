@@ -39,6 +39,9 @@ typedef enum CtlColor {
 /* The escape sequence for c, or "" when colour is off. */
 const char *ctl_color(CtlColor c);
 
+/* The columns s takes on a terminal: escape sequences none, a wide character two. */
+size_t ctl_visible_width(const char *s);
+
 /* line cut to columns visible characters (escape sequences take none, a wide character two)
  * with an ellipsis, as systemctl does; or a copy when it fits. */
 char *ctl_cut_line(const char *line, size_t columns);

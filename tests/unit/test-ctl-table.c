@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ctl-json.h"
+#include "ctl-table.h"
+#include "ctl-terminal.h"
+#include "test-util.h"
+
+#define BOLD "\x1b[1m"
+#define GREEN "\x1b[0;32m"
+#define RED "\x1b[0;31m"
+#define NORMAL "\x1b[0m"
+
+enum { NAME, STATE, UNITS, PATH, NOTE };
+
+/* Two rows of what "thpd-ctl list" shows: a JSON-only column (note), a text-only one (PATH) and
+ * text in another order than JSON. */
+static CtlTable *sample(void) {
+        static const size_t display[] = { NAME, STATE, PATH, UNITS };
+        char *units[] = { (char *) "a.service", (char *) "b.service", NULL };
+        CtlTable *t = ctl_table_new();
+        g_autoptr(CtlJson) note = ctl_json_new();
+
+        ck_assert_uint_eq(ctl_table_add_column(t, "NAME", "policy"), NAME);
+        ck_assert_uint_eq(ctl_table_add_column(t, "STATE", "state"), STATE);
+        ck_assert_uint_eq(ctl_table_add_column(t, "UNITS", "units"), UNITS);
+        ck_assert_uint_eq(ctl_table_add_column(t, "PATH", NULL), PATH);
+        ck_assert_uint_eq(ctl_table_add_column(t, NULL, "note"), NOTE);
+        ctl_table_set_minimum_width(t, STATE, 8);
+        ctl_table_set_display(t, display, G_N_ELEMENTS(display));
+        ctl_table_set_empty_string(t, "-");
+
+        ctl_json_begin_array(note, NULL);
+        ctl_json_uint(note, NULL, 1);
+        ctl_json_end_array(note);
+        ctl_table_add_string(t, "redis.conf");
+        ctl_table_add_string(t, "active");
+        ctl_table_set_color(t, CTL_COLOR_GREEN);
+        ctl_table_add_strv(t, units);
+        ctl_table_add_string(t, "/etc/redis.conf");
+        ctl_table_add_json(t, note);
+
+        /* A wide name: padded by the columns it takes, not by its bytes. */
+        ctl_table_add_string(t, "漢字.conf");
+        ctl_table_add_string(t, "invalid");
+        ctl_table_set_color(t, CTL_COLOR_RED);
+        ctl_table_add_strv(t, NULL);
+        ctl_table_add_string(t, NULL);
+        ctl_table_add_json(t, note);
+        return t;
+}
+
+static char *printed(const CtlTable *t, size_t columns, bool header) {
+        g_autofree char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        CtlOutput out;
+
+        ck_assert_ptr_nonnull(f);
+        ctl_output_init(&out, f, columns);
+        ctl_table_print(t, &out, header);
+        ck_assert_int_eq(ctl_output_flush(&out), 0);
+        ck_assert_int_eq(ctl_output_done(&out), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        return g_strndup(buf, size);
+}
+
+START_TEST(test_table_text) {
+        g_autoptr(CtlTable) t = sample();
+        g_autofree char *text = printed(t, 0, true);
+
+        ck_assert_uint_eq(ctl_table_rows(t), 2);
+        /* Two blanks between columns, the last one not padded, the colour around the padded cell,
+         * the state column as wide as its minimum. */
+        ck_assert_str_eq(text,
+                         BOLD "NAME        STATE     PATH             UNITS" NORMAL "\n"
+                         "redis.conf  " GREEN "active  " NORMAL "  /etc/redis.conf  a.service b.service\n"
+                         "漢字.conf   " RED "invalid " NORMAL "  -                -\n");
+}
+END_TEST
+
+START_TEST(test_table_without_header) {
+        g_autoptr(CtlTable) t = ctl_table_new();
+        g_autofree char *text = NULL;
+
+        ctl_table_add_column(t, "NAME", NULL);
+        ctl_table_add_column(t, "VALUE", NULL);
+        ctl_table_add_string(t, "x");
+        ctl_table_add_string(t, "1");
+        /* The titles still count: the columns do not move with --no-legend. */
+        text = printed(t, 0, false);
+        ck_assert_str_eq(text, "x     1\n");
+}
+END_TEST
+
+START_TEST(test_table_cut) {
+        g_autoptr(CtlTable) t = sample();
+        g_autofree char *text = printed(t, 16, true);
+
+        /* Lines are cut as the output cuts them; the colours stay balanced. */
+        ck_assert_str_eq(text,
+                         BOLD "NAME        STA…" NORMAL "\n"
+                         "redis.conf  " GREEN "act…" NORMAL "\n"
+                         "漢字.conf   " RED "inv…" NORMAL "\n");
+}
+END_TEST
+
+START_TEST(test_table_json) {
+        g_autoptr(CtlTable) t = sample();
+        g_autoptr(CtlJson) all = ctl_json_new(), one = ctl_json_new();
+
+        /* JSON has every column with a key, in the order they were added, and no text-only one. */
+        ctl_json_begin_object(all, NULL);
+        ctl_table_to_json(t, all, "policies");
+        ctl_json_end_object(all);
+        ck_assert_str_eq(ctl_json_text(all),
+                         "{\"policies\":["
+                         "{\"policy\":\"redis.conf\",\"state\":\"active\",\"units\":[\"a.service\",\"b.service\"],\"note\":[1]},"
+                         "{\"policy\":\"漢字.conf\",\"state\":\"invalid\",\"units\":[],\"note\":[1]}]}");
+
+        ctl_json_begin_object(one, NULL);
+        ctl_table_row_to_json(t, 1, one);
+        ctl_json_string(one, "content", NULL);
+        ctl_json_end_object(one);
+        ck_assert_str_eq(ctl_json_text(one), "{\"policy\":\"漢字.conf\",\"state\":\"invalid\",\"units\":[],\"note\":[1],\"content\":null}");
+}
+END_TEST
+
+START_TEST(test_table_empty) {
+        g_autoptr(CtlTable) t = ctl_table_new();
+        g_autoptr(CtlJson) j = ctl_json_new();
+        g_autofree char *text = NULL;
+
+        ctl_table_add_column(t, "NAME", "name");
+        ctl_table_add_column(t, "STATE", "state");
+        text = printed(t, 0, true);
+        ck_assert_str_eq(text, BOLD "NAME  STATE" NORMAL "\n");
+        ctl_table_to_json(t, j, NULL);
+        ck_assert_str_eq(ctl_json_text(j), "[]");
+}
+END_TEST
+
+START_TEST(test_table_free_null) {
+        ctl_table_free(NULL);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("ctl-table");
+        TCase *tc = tcase_create("core");
+
+        /* The UTF-8 ellipsis, and colours though the output is not a terminal. */
+        setenv("LC_ALL", "C.UTF-8", 1);
+        setenv("SYSTEMD_COLORS", "1", 1);
+
+        tcase_add_test(tc, test_table_text);
+        tcase_add_test(tc, test_table_without_header);
+        tcase_add_test(tc, test_table_cut);
+        tcase_add_test(tc, test_table_json);
+        tcase_add_test(tc, test_table_empty);
+        tcase_add_test(tc, test_table_free_null);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
