@@ -80,7 +80,8 @@ static void read_via(const Manager *m, Isolation *i) {
  * not have run thpd-exec's prctl yet: that one is about to isolate itself (or to log that it
  * could not), and waiting for it would mean polling. */
 static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
-        const char *cgroup, *cmdline;
+        char buf[24];
+        const char *cgroup, *cmdline, *mode = knob_value_to_string(KNOB_ENABLED, i->mode, buf);
         unsigned n = 0, unreadable = 0, starting = 0;
         uint32_t pid;
         int r;
@@ -98,6 +99,14 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                 if (st.thp_enabled && is_helper_starting(st.name)) {
                         starting++;
                         continue;
+                }
+                /* With madvise the kernel shows 1 whether or not the process runs under
+                 * PR_THP_DISABLE_EXCEPT_ADVISED: only the full disable it fell back to shows. */
+                if (st.thp_enabled && !streq(mode, "never")) {
+                        set_state(i, ISOLATION_UNVERIFIED,
+                                  g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %u, %s, "
+                                                  "has THP_enabled: 1)", pid, cmdline));
+                        return;
                 }
                 if (st.thp_enabled) {
                         set_state(i, ISOLATION_NOT_ISOLATED,
@@ -175,10 +184,12 @@ static void check(Manager *m, const IsolationRequest *req) {
         g_hash_table_replace(m->isolation, i->unit, i);
         read_via(m, i);
 
-        /* The kernel shows only the full disable: a madvise process looks like any other. */
-        if (!streq(knob_value_to_string(KNOB_ENABLED, p->service_thp, buf), "never"))
-                set_state(i, ISOLATION_UNVERIFIED,
-                          g_strdup("Enabled=madvise does not show in /proc/PID/status"));
+        /* A madvise process looks like any other to the kernel: without a drop-in nothing took
+         * THP from it, and its processes could not tell. */
+        if (i->via == SCOPE_VIA_NONE && !streq(knob_value_to_string(KNOB_ENABLED, p->service_thp, buf), "never"))
+                set_state(i, ISOLATION_NOT_ISOLATED,
+                          g_strdup("thpd-generator wrote no drop-in for it (a transient unit, or one installed after "
+                                   "the last daemon-reload)"));
         else
                 /* Only now, with the unit running: GetUnitProcesses loads the unit it names, so it
                  * is never asked in reaction to UnitNew/UnitRemoved (that looped with PID 1). */

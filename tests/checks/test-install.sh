@@ -103,6 +103,9 @@ fi
 # --- the pieces fit together --------------------------------------------------------------------
 
 pc_dir=$dest/usr/share/pkgconfig
+vendorpolicydir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=vendorpolicydir thpd 2>&1)
+[[ $vendorpolicydir == /usr/share/thpd/policy-vendor && -f $dest$vendorpolicydir/mongodb-8.conf ]] ||
+        fail "pkg-config --variable=vendorpolicydir thpd says '$vendorpolicydir', which has no mongodb-8.conf"
 policydir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=policydir thpd 2>&1)
 [[ $policydir == /usr/lib/thpd/policy.d ]] ||
         fail "pkg-config --variable=policydir thpd says '$policydir', not /usr/lib/thpd/policy.d"
