@@ -534,12 +534,9 @@ static void publish(Manager *m, const Plan *p, GArray *changes) {
                 .needs_restart_changed = p->restart_hints_changed,
         };
 
-        for (guint i = 0; i < m->listeners->len; i++) {
-                const ManagerListenerEntry *e = &g_array_index(m->listeners, ManagerListenerEntry, i);
-
+        MANAGER_FOREACH_LISTENER(m, e)
                 if (e->listener->applied)
                         e->listener->applied(m, &report, e->userdata);
-        }
 }
 
 static void knob_change_clear(gpointer p) {

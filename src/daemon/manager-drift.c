@@ -146,12 +146,9 @@ static void journal_event(Manager *m, const DriftEvent *e) {
 }
 
 static void publish_drift(Manager *m, const DriftEvent *events, size_t n_events) {
-        for (guint i = 0; i < m->listeners->len; i++) {
-                const ManagerListenerEntry *e = &g_array_index(m->listeners, ManagerListenerEntry, i);
-
+        MANAGER_FOREACH_LISTENER(m, e)
                 if (e->listener->drift)
                         e->listener->drift(m, events, n_events, e->userdata);
-        }
 }
 
 /* A knob file or pool counter thpd watches for writes. */

@@ -115,70 +115,90 @@ char *manager_metrics_render(Manager *m) {
         return metrics_format(&in);
 }
 
-static void metrics_remove(Manager *m) {
-        if (!m->metrics_path)
+/* The listener's own state: what it last wrote, and where. */
+typedef struct MetricsFile {
+        char *path;     /* the file last written, or NULL */
+        char *text;     /* what it holds */
+        int error;      /* the last error writing it, logged once */
+} MetricsFile;
+
+static void metrics_remove(MetricsFile *f) {
+        if (!f->path)
                 return;
-        if (unlink(m->metrics_path) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Cannot remove the metrics file %s: %m", m->metrics_path);
-        g_clear_pointer(&m->metrics_path, g_free);
-        g_clear_pointer(&m->metrics_text, g_free);
+        if (unlink(f->path) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Cannot remove the metrics file %s: %m", f->path);
+        g_clear_pointer(&f->path, g_free);
+        g_clear_pointer(&f->text, g_free);
 }
 
-static void metrics_update(Manager *m) {
+static void metrics_update(Manager *m, MetricsFile *f) {
         const char *path = m->settings.metrics_textfile;
         g_autofree char *text = NULL;
         int r;
 
         /* A reload moved or dropped the file: the old one would go stale where it is. */
-        if (!streq_ptr(path, m->metrics_path))
-                metrics_remove(m);
+        if (!streq_ptr(path, f->path))
+                metrics_remove(f);
         if (!path)
                 return;
 
         text = manager_metrics_render(m);
-        if (streq_ptr(text, m->metrics_text))
+        if (streq_ptr(text, f->text))
                 return;
 
         r = file_replace(path, text, METRICS_FILE_MODE);
         if (r < 0) {
                 /* Tried again at the next change; said once, not at every apply. */
-                if (r != m->metrics_error)
+                if (r != f->error)
                         log_warning_errno(r, "Cannot write the metrics file %s: %m", path);
-                m->metrics_error = r;
+                f->error = r;
                 return;
         }
-        if (m->metrics_error != 0)
+        if (f->error != 0)
                 log_info("Metrics file %s written again.", path);
         else
                 log_debug("Metrics file %s written.", path);
-        m->metrics_error = 0;
-        g_free(m->metrics_path);
-        m->metrics_path = g_strdup(path);
-        g_free(m->metrics_text);
-        m->metrics_text = TAKE_PTR(text);
+        f->error = 0;
+        g_free(f->path);
+        f->path = g_strdup(path);
+        g_free(f->text);
+        f->text = TAKE_PTR(text);
 }
 
 /* Not before the unit list: a file saying that no policy is active could be scraped meanwhile. */
 static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
         if (manager_units_known(m))
-                metrics_update(m);
+                metrics_update(m, userdata);
 }
 
 static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
                            void *userdata) {
         if (manager_units_known(m))
-                metrics_update(m);
+                metrics_update(m, userdata);
 }
 
 /* Series of a thpd that is gone must not look current to a fleet; the instance a restart hands
  * over to rewrites the file. */
 static void on_stopping(Manager *m, void *userdata) {
         if (!m->handing_over)
-                metrics_remove(m);
+                metrics_remove(userdata);
 }
 
-const ManagerListener manager_metrics_listener = {
+static void on_free(Manager *m, void *userdata) {
+        MetricsFile *f = userdata;
+
+        g_free(f->path);
+        g_free(f->text);
+        g_free(f);
+}
+
+static const ManagerListener metrics_listener = {
         .applied = on_applied,
         .storm_event = on_storm_event,
         .stopping = on_stopping,
+        .free = on_free,
 };
+
+void manager_metrics_attach(Manager *m) {
+        manager_add_listener(m, &metrics_listener, g_new0(MetricsFile, 1));
+}

@@ -9,7 +9,8 @@
 /* The exposition text of the current state; free with g_free(). */
 char *manager_metrics_render(Manager *m);
 
-/* Rewrites the metrics file when its text changed, and removes the one an earlier setting named,
- * after every apply and storm event once the units are known, never on a timer: an idle thpd
- * writes nothing. Removes it when thpd stops for good. */
-extern const ManagerListener manager_metrics_listener;
+/* Adds the listener that owns the metrics file: it rewrites it when its text changed, and
+ * removes the one an earlier setting named, after every apply and storm event once the units
+ * are known, never on a timer: an idle thpd writes nothing. It removes it when thpd stops for
+ * good. */
+void manager_metrics_attach(Manager *m);

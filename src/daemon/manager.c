@@ -127,8 +127,6 @@ Manager *manager_free(Manager *m) {
         g_free(m->unit_record);
         g_free(m->status);
         service_notifier_free(m->notifier);
-        g_free(m->metrics_path);
-        g_free(m->metrics_text);
         settings_done(&m->settings);
         g_free(m->sysfs_root);
         g_free(m->procfs_root);
@@ -146,10 +144,6 @@ void manager_add_listener(Manager *m, const ManagerListener *listener, void *use
 
         g_array_append_val(m->listeners, e);
 }
-
-#define FOREACH_LISTENER(m, e)                                                                          \
-        for (const ManagerListenerEntry *e = (const ManagerListenerEntry *) (m)->listeners->data;       \
-             e < (const ManagerListenerEntry *) (m)->listeners->data + (m)->listeners->len; e++)
 
 GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
         GPtrArray *found = g_ptr_array_new();
@@ -386,7 +380,7 @@ int manager_stop(Manager *m, int exit_code) {
                 }
         }
 
-        FOREACH_LISTENER(m, e)
+        MANAGER_FOREACH_LISTENER(m, e)
                 if (e->listener->stopping)
                         e->listener->stopping(m, e->userdata);
         return exit_code;
@@ -544,7 +538,7 @@ static void on_storm_event(StormWatcher *w, StormEvent event, StormKind kind, co
         default:
                 break;
         }
-        FOREACH_LISTENER(m, e)
+        MANAGER_FOREACH_LISTENER(m, e)
                 if (e->listener->storm_event)
                         e->listener->storm_event(m, event, kind, figures, e->userdata);
 }
@@ -654,7 +648,7 @@ int manager_start(Manager *m) {
         r = connect_bus(m);
         if (r < 0)
                 return r;
-        FOREACH_LISTENER(m, e)
+        MANAGER_FOREACH_LISTENER(m, e)
                 if (e->listener->connected) {
                         r = e->listener->connected(m, e->userdata);
                         if (r < 0)

@@ -115,9 +115,6 @@ typedef struct Manager {
         uint64_t start_time_usec;      /* CLOCK_REALTIME */
         MetricsCounters counters;
         unsigned last_apply_errors;    /* knobs and pools the last apply could not read or set */
-        char *metrics_path;            /* the metrics file last written, or NULL */
-        char *metrics_text;            /* what it holds */
-        int metrics_error;             /* the last error writing it, logged once */
         GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
         /* Names of the Scope=auto policies the last apply met per service (resolve_per_service()). */
@@ -163,7 +160,14 @@ typedef struct ManagerListenerEntry {
         void *userdata;
 } ManagerListenerEntry;
 
+/* Adds a listener; userdata is its own state, handed to each of its callbacks and released by
+ * its free callback. */
 void manager_add_listener(Manager *m, const ManagerListener *listener, void *userdata);
+
+/* The one way to reach the listeners, in the order they were added. */
+#define MANAGER_FOREACH_LISTENER(m, e)                                                                  \
+        for (const ManagerListenerEntry *e = (const ManagerListenerEntry *) (m)->listeners->data;       \
+             e < (const ManagerListenerEntry *) (m)->listeners->data + (m)->listeners->len; e++)
 
 int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret);
 Manager *manager_free(Manager *m);
