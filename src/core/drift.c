@@ -27,7 +27,7 @@ static void conflict_clear(gpointer p) {
         g_free(c->value);
 }
 
-void drift_event_clear(DriftEvent *e) {
+void drift_event_done(DriftEvent *e) {
         g_clear_pointer(&e->item, g_free);
         g_clear_pointer(&e->expected, g_free);
         g_clear_pointer(&e->found, g_free);
@@ -36,7 +36,7 @@ void drift_event_clear(DriftEvent *e) {
 }
 
 static void event_clear(gpointer p) {
-        drift_event_clear(p);
+        drift_event_done(p);
 }
 
 void drift_state_init(DriftState *s) {

@@ -140,7 +140,7 @@ DriftAction drift_decide(DriftState *s, const DriftSettings *settings, const cha
 
 /* Keeps the event (taking its strings) among the recent ones. */
 void drift_record(DriftState *s, DriftEvent *event);
-void drift_event_clear(DriftEvent *event);
+void drift_event_done(DriftEvent *event);
 
 const DriftConflict *drift_conflict(const DriftState *s, const char *item);
 /* Knobs in conflict: thpd leaves them at whatever the writer set (pools: drift_conflict()). */

@@ -16,15 +16,16 @@ const char *isolation_state_to_string(IsolationState s) {
         return names[s];
 }
 
-void isolation_free(Isolation *i) {
+Isolation *isolation_free(Isolation *i) {
         if (!i)
-                return;
+                return NULL;
 
         g_free(i->unit);
         g_free(i->policy);
         g_free(i->note);
         g_free(i->via_value);
         g_free(i);
+        return NULL;
 }
 
 char *isolation_describe_via(const Isolation *i) {

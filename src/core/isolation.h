@@ -33,6 +33,6 @@ typedef struct Isolation {
 } Isolation;
 
 const char *isolation_state_to_string(IsolationState s);
-void isolation_free(Isolation *i);
+Isolation *isolation_free(Isolation *i);
 /* "MemoryTHP=disable", "thpd-exec" or "no drop-in": how its processes get their setting. */
 char *isolation_describe_via(const Isolation *i);

@@ -3,7 +3,7 @@
 #include "util.h"
 
 int pool_resize(const PoolOps *ops, uint64_t page_size_kb, int node, uint64_t pages, unsigned retries,
-                PoolResult *result) {
+                PoolResult *ret) {
         PoolResult res = {};
         uint64_t got;
         int r;
@@ -23,6 +23,6 @@ int pool_resize(const PoolOps *ops, uint64_t page_size_kb, int node, uint64_t pa
                         res.compactions++;
         }
 
-        *result = res;
+        *ret = res;
         return 0;
 }

@@ -22,7 +22,7 @@ typedef struct PoolResult {
 } PoolResult;
 
 /* Grows or shrinks a pool to "pages". Growing that falls short compacts and retries up to
- * "retries" more times; shrinking never needs a retry. Returns 0 with result->allocated below
+ * "retries" more times; shrinking never needs a retry. Returns 0 with ret->allocated below
  * "pages" on a shortfall, a negative errno when the kernel refused the write. */
 int pool_resize(const PoolOps *ops, uint64_t page_size_kb, int node, uint64_t pages, unsigned retries,
-                PoolResult *result);
+                PoolResult *ret);

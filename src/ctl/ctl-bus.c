@@ -152,7 +152,7 @@ int ctl_call_async(sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, uns
         return 0;
 }
 
-void ctl_async_call_clear(CtlAsyncCall *c) {
+void ctl_async_call_done(CtlAsyncCall *c) {
         /* A call still in flight is forgotten: its reply would find no callback. */
         c->slot = sd_bus_slot_unref(c->slot);
         c->reply = sd_bus_message_unref(c->reply);

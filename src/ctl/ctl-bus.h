@@ -44,7 +44,7 @@ typedef struct CtlAsyncCall {
 
 /* Sends call; returns 0 or a negative errno (nothing was sent). */
 int ctl_call_async(sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, unsigned *pending, CtlAsyncCall *c);
-void ctl_async_call_clear(CtlAsyncCall *c);
+void ctl_async_call_done(CtlAsyncCall *c);
 /* Runs the bus until *pending is 0. Returns 0, or a negative errno when the connection failed
  * before that. */
 int ctl_bus_wait(sd_bus *bus, const unsigned *pending);

@@ -79,7 +79,7 @@ static int print_override(const CtlOptions *o, CtlOutput *out, sd_bus *bus) {
                 ctl_printf(out, "Override:%s until %s\n", values->str, when);
         } else
                 ctl_printf(out, "Override:%s until cleared\n", values->str);
-        ctl_properties_clear(&p);
+        ctl_properties_done(&p);
         return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
@@ -128,7 +128,7 @@ int verb_override(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                         if (!o->has_for && p.override->len > 0 && p.override_expires_at > 0)
                                 duration = p.override_expires_at - now;
                 }
-                ctl_properties_clear(&p);
+                ctl_properties_done(&p);
         }
         for (int i = 0; i < argc; i++) {
                 g_autofree char *knob = g_strndup(argv[i], (gsize) (strchr(argv[i], '=') - argv[i]));

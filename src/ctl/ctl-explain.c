@@ -163,7 +163,7 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         g_autoptr(GArray) votes = g_array_new(FALSE, TRUE, sizeof(Vote));
-        _cleanup_(ctl_properties_clear) CtlProperties props = {};
+        _cleanup_(ctl_properties_done) CtlProperties props = {};
         GArray *isolated;
         Vote v;
         int wins, r;

@@ -22,11 +22,12 @@ CtlJson *ctl_json_new(void) {
         return j;
 }
 
-void ctl_json_free(CtlJson *j) {
+CtlJson *ctl_json_free(CtlJson *j) {
         if (!j)
-                return;
+                return NULL;
         g_string_free(j->text, TRUE);
         g_free(j);
+        return NULL;
 }
 
 /* RFC 8259, section 7: the quotation mark, the backslash and the control characters must be

@@ -17,7 +17,7 @@
 typedef struct CtlJson CtlJson;
 
 CtlJson *ctl_json_new(void);
-void ctl_json_free(CtlJson *j);
+CtlJson *ctl_json_free(CtlJson *j);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CtlJson, ctl_json_free)
 
 void ctl_json_begin_object(CtlJson *j, const char *key);

@@ -96,7 +96,7 @@ static GArray *array_new(size_t element_size, GDestroyNotify clear) {
         return a;
 }
 
-void ctl_properties_clear(CtlProperties *p) {
+void ctl_properties_done(CtlProperties *p) {
         g_clear_pointer(&p->version, g_free);
         g_clear_pointer(&p->status, g_free);
         g_clear_pointer(&p->storm_state, g_free);
@@ -457,7 +457,7 @@ static int properties_from_reply(sd_bus_message *reply, CtlProperties *ret) {
                         r = sd_bus_message_exit_container(reply);
         }
         if (r < 0) {
-                ctl_properties_clear(&p);
+                ctl_properties_done(&p);
                 log_error_errno(r, "Cannot parse thpd's state: %m");
                 return CTL_EXIT_FAILURE;
         }

@@ -109,7 +109,7 @@ int ctl_get_properties(const CtlOptions *o, sd_bus *bus, CtlProperties *ret);
  * CtlAsyncCall), then, after ctl_bus_wait(), decodes its reply. Both return a CtlExit code. */
 int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending, CtlAsyncCall *c);
 int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret);
-void ctl_properties_clear(CtlProperties *p);
+void ctl_properties_done(CtlProperties *p);
 
 /* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
 void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy);

@@ -373,8 +373,8 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
 static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *names, bool usage,
                             void (*print_text)(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage)) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(ctl_async_call_clear) CtlAsyncCall get_all = {};
-        _cleanup_(ctl_unit_usage_call_clear) CtlUsageCall usage_call = {};
+        _cleanup_(ctl_async_call_done) CtlAsyncCall get_all = {};
+        _cleanup_(ctl_unit_usage_call_done) CtlUsageCall usage_call = {};
         g_autoptr(GArray) unit_usage = NULL;
         unsigned pending = 0;
         bool usage_sent = false;
@@ -417,7 +417,7 @@ static int print_properties(const CtlOptions *o, CtlOutput *out, char *const *na
                 print_text(out, &p, names, unit_usage);
                 r = ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
         }
-        ctl_properties_clear(&p);
+        ctl_properties_done(&p);
         return r;
 }
 

@@ -106,15 +106,15 @@ static size_t escape_length(const char *s) {
         return s[n] ? n + 1 : n;
 }
 
-/* Columns of the character at s (a wide one takes two); sets *len to its bytes. */
-static size_t char_width(const char *s, size_t *len) {
+/* Columns of the character at s (a wide one takes two); sets *ret_len to its bytes. */
+static size_t char_width(const char *s, size_t *ret_len) {
         gunichar c = g_utf8_get_char_validated(s, -1);
 
         if (c == (gunichar) -1 || c == (gunichar) -2) {
-                *len = 1;
+                *ret_len = 1;
                 return 1;
         }
-        *len = (size_t) (g_utf8_next_char(s) - s);
+        *ret_len = (size_t) (g_utf8_next_char(s) - s);
         return g_unichar_iswide(c) ? 2 : g_unichar_iszerowidth(c) ? 0 : 1;
 }
 

@@ -174,7 +174,7 @@ int ctl_unit_usage_call(sd_bus *bus, unsigned *pending, CtlUsageCall *c) {
         return 0;
 }
 
-void ctl_unit_usage_call_clear(CtlUsageCall *c) {
+void ctl_unit_usage_call_done(CtlUsageCall *c) {
         /* The calls still in flight first: their callbacks point into c. */
         g_clear_pointer(&c->unit_calls, g_ptr_array_unref);
         c->slot = sd_bus_slot_unref(c->slot);

@@ -34,7 +34,7 @@ typedef struct CtlUsageCall {
 int ctl_unit_usage_call(sd_bus *bus, unsigned *pending, CtlUsageCall *c);
 /* Once ctl_bus_wait() returned 0: the rows, or NULL (see above). */
 GArray *ctl_unit_usage_finish(CtlUsageCall *c);
-void ctl_unit_usage_call_clear(CtlUsageCall *c);
+void ctl_unit_usage_call_done(CtlUsageCall *c);
 /* The row of a unit, or NULL. */
 const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);
 /* anon + shmem as far as known; UINT64_MAX when neither is. */

@@ -241,7 +241,7 @@ static void query_writer(Manager *m, const char *unit) {
 }
 
 static void event_clear(gpointer p) {
-        drift_event_clear(p);
+        drift_event_done(p);
 }
 
 /* The job started last among those still running. */

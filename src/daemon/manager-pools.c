@@ -10,7 +10,7 @@
 #include "util.h"
 
 void manager_record_pool_baselines(Manager *m, Baseline *b) {
-        _cleanup_free_ uint64_t *sizes = NULL;
+        g_autofree uint64_t *sizes = NULL;
         size_t n_sizes = 0;
 
         if (sysfs_list_hugetlb_sizes(m->sysfs_root, &sizes, &n_sizes) < 0)

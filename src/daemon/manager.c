@@ -24,6 +24,10 @@ static void policy_file_free_void(gpointer p) {
         policy_file_free(p);
 }
 
+static void isolation_free_void(gpointer p) {
+        isolation_free(p);
+}
+
 static void unset_knobs(KnobValue *values) {
         FOREACH_KNOB(k)
                 values[k] = KNOB_VALUE_UNSET;
@@ -70,7 +74,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         drift_state_init(&m->drift);
         m->pools = g_array_new(FALSE, TRUE, sizeof(PoolStatus));
         g_array_set_clear_func(m->pools, pool_status_clear);
-        m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
+        m->isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, isolation_free_void);
         m->per_service = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         m->listeners = g_array_new(FALSE, FALSE, sizeof(ManagerListenerEntry));
         baseline_init(&m->baseline);

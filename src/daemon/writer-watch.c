@@ -101,7 +101,8 @@ int writer_describe(pid_t pid, char **ret_unit, char **ret_text) {
         g_autofree char *dir = g_strdup_printf("/proc/%d", (int) pid);
         g_autofree char *stat_path = g_build_filename(dir, "stat", NULL);
         g_autofree char *cgroup_path = g_build_filename(dir, "cgroup", NULL);
-        g_autofree char *stat_text = NULL, *cgroup = NULL, *unit = NULL, *user = NULL;
+        _cleanup_free_ char *stat_text = NULL, *cgroup = NULL;
+        g_autofree char *unit = NULL, *user = NULL;
         ProcStat ps;
         struct stat st;
         int r;

@@ -61,7 +61,7 @@ static int parse_line(Baseline *b, char *line) {
 
 int baseline_load(const char *runtime_dir, Baseline *ret) {
         g_autofree char *path = g_build_filename(runtime_dir, BASELINE_FILE, NULL);
-        g_autofree char *content = NULL;
+        _cleanup_free_ char *content = NULL;
         g_auto(GStrv) lines = NULL;
         Baseline b;
         int r;

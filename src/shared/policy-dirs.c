@@ -32,15 +32,16 @@ uid_t policy_trusted_uid(void) {
         return (uid_t) uid;
 }
 
-void policy_file_free(PolicyFile *f) {
+PolicyFile *policy_file_free(PolicyFile *f) {
         if (!f)
-                return;
+                return NULL;
         g_free(f->name);
         g_free(f->path);
         g_free(f->masked_by);
         if (f->shadowed)
                 g_ptr_array_unref(f->shadowed);
         g_free(f);
+        return NULL;
 }
 
 static void policy_file_free_void(gpointer p) {

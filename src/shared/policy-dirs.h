@@ -18,7 +18,7 @@ typedef struct PolicyFile {
         GPtrArray *shadowed; /* char*: same-named files in lower directories, highest first */
 } PolicyFile;
 
-void policy_file_free(PolicyFile *f);
+PolicyFile *policy_file_free(PolicyFile *f);
 
 /* Applies systemd drop-in rules across dirs (highest precedence first): *.conf only, same name
  * in a higher directory replaces a lower one, a /dev/null symlink or an empty file masks it,

@@ -68,7 +68,8 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
 
 
 int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret) {
-        g_autofree char *relpath = NULL, *content = NULL;
+        g_autofree char *relpath = NULL;
+        _cleanup_free_ char *content = NULL;
         int r;
 
         if (pid <= 0)

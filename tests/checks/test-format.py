@@ -12,9 +12,9 @@ spaces per open block, a closing brace at its block's level and a case label at 
 Continuation lines (inside parentheses, after an unfinished expression), unbraced if, else and
 for bodies, comments and preprocessor lines are left alone: they are aligned by hand.
 
-Prints FILE:LINE: what is wrong, for each problem; exits 1 if there is any. clang-format cannot
-be held to this tree without reformatting its hand-aligned tables and trailing comments, so this
-checks what the code does follow (.clang-format is an editing aid, see docs/testing.md).
+Prints FILE:LINE: what is wrong, for each problem; exits 1 if there is any. This is the only
+formatting check: clang-format would rewrite the tree's hand-aligned tables and comments for the
+worse, so there is no .clang-format (HACKING.md, "C style").
 """
 
 import re

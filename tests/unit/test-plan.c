@@ -37,10 +37,14 @@ static void policy_free_void(void *p) {
         policy_free(p);
 }
 
+static void isolation_free_void(void *p) {
+        isolation_free(p);
+}
+
 static void setup(void) {
         plan_state_init(&F.state);
         F.policies = g_ptr_array_new_with_free_func(policy_free_void);
-        F.isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free);
+        F.isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, isolation_free_void);
         FOREACH_KNOB(k) {
                 F.present[k] = F.owned[k] = F.yielded[k] = false;
                 F.current[k] = F.recorded[k] = F.pinned[k] = KNOB_VALUE_UNSET;

@@ -259,7 +259,7 @@ END_TEST
 START_TEST(test_write_errno_comes_from_write) {
         g_autofree char *dir = root_path(THP);
         g_autofree char *path = root_path(THP "enabled");
-        g_autofree char *before = NULL, *after = NULL;
+        _cleanup_free_ char *before = NULL, *after = NULL;
 
         /* /dev/full opens fine and fails the write() itself, as a sysfs store handler does. */
         ck_assert_int_eq(g_mkdir_with_parents(dir, 0755), 0);
