@@ -11,11 +11,12 @@ HostKnobs
     "inherit" it), diff() names what differs.
 
 ensure_rootfs()
-    A Debian 12 root file system made by mmdebstrap (systemd as init, dbus, polkitd, pkexec,
-    libpam-systemd), cached under the build directory and keyed by what goes into it. The
-    package lists and the .debs of redis-server, postgresql, cockpit, sudo, tuned, sysfsutils and thpd's libraries stay in its
-    apt cache, so "apt install redis-server" inside runs the real maintainer scripts without
-    downloading anything.
+    A root file system of the Debian suite SUITE (THPD_SYSTEM_SUITE: trixie, the current stable,
+    unless it names another, such as bookworm) made by mmdebstrap (systemd as init, dbus,
+    polkitd, pkexec, libpam-systemd), cached under the build directory and keyed by what goes
+    into it, the suite included. The package lists and the .debs of redis-server, postgresql,
+    cockpit, sudo, tuned, sysfsutils and thpd's libraries stay in its apt cache, so "apt install
+    redis-server" inside runs the real maintainer scripts without downloading anything.
 
 Container
     One boot of a fresh copy of that rootfs: systemd-nspawn -b with systemd as PID 1,
@@ -50,8 +51,10 @@ MM = Path('/sys/kernel/mm')
 THP = MM / 'transparent_hugepage'
 HUGEPAGES = MM / 'hugepages'
 
-SUITE = 'bookworm'
-ROOTFS_PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'polkitd', 'pkexec', 'libpam-systemd']
+SUITE = os.environ.get('THPD_SYSTEM_SUITE') or 'trixie'
+# passwd for the scenarios' users (useradd, groupadd, chpasswd): bookworm's polkitd pulled it
+# in through adduser, trixie's does not.
+ROOTFS_PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'polkitd', 'pkexec', 'libpam-systemd', 'passwd']
 # Downloaded into the rootfs' apt cache (installed by the tests, not by mmdebstrap).
 # Cockpit (cockpit-ws, cockpit-system, cockpit-bridge) and sudo for the Cockpit scenario's admin.
 # TuneD and sysfsutils for the scenarios of knobs written behind thpd's back.
