@@ -264,7 +264,12 @@ class Container:
         if self.nspawn is None:
             return None
         if self.nspawn.poll() is None and self.leader:
-            self.run('systemctl', 'poweroff', check=False, timeout=30)
+            # What "systemctl poweroff" does without logind, asked of PID 1 directly: a scenario
+            # that kills the system bus leaves logind off it (systemd 257's does not reconnect),
+            # and then "systemctl poweroff" waits for its bus activation to time out, twice.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.run('systemctl', 'start', '--job-mode=replace-irreversibly', '--no-block', 'poweroff.target',
+                         check=False, timeout=30)
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None and self.nspawn.poll() is None:
                 log(f'{self.name}: still running after poweroff, sending {sig.name} to nspawn '
