@@ -11,8 +11,8 @@
 #
 #     tools/system-test.sh [-v] [SystemTest.test_2_redis ...]
 #
-# THPD_SYSTEM_SUITE=SUITE picks the containers' Debian suite: trixie (Debian 13, the default)
-# or bookworm (Debian 12).
+# THPD_SYSTEM_SUITE=SUITE picks the containers' Debian suite: trixie (Debian 13, the default),
+# bookworm (Debian 12) or sid.
 # THPD_DEB=FILE skips the build and tests that package instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
