@@ -9,8 +9,9 @@
  * Changes (SetOverride, ClearOverride, Reload) go through the same methods as thpd-ctl. The
  * client asks for superuser "try": with Cockpit's administrative access the bridge calls as
  * root, otherwise as the logged-in user, whom thpd authorizes with polkit (org.thpd1.manage)
- * and refuses with org.freedesktop.DBus.Error.AccessDenied. With limited access the change
- * controls are disabled with a hint; a refusal is shown as one.
+ * and refuses with org.freedesktop.DBus.Error.AccessDenied, or InteractiveAuthorizationRequired
+ * when polkit would let the user authenticate (the page has no polkit agent to do that). With
+ * limited access the change controls are disabled with a hint; a refusal is shown as one.
  */
 (function () {
     "use strict";
@@ -504,6 +505,7 @@
 
     function showError(title, error) {
         const denied = error && (error.name === "org.freedesktop.DBus.Error.AccessDenied" ||
+                                 error.name === "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired" ||
                                  error.problem === "access-denied" ||
                                  error.name === "org.freedesktop.PolicyKit1.Error.NotAuthorized");
         const alert = $("action-alert");

@@ -1,16 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The system layer: builds thpd's .deb with dpkg-buildpackage from a copy of the working tree,
-# then boots Debian 12 containers (systemd-nspawn, systemd as PID 1) that install it with apt
+# then boots Debian containers (systemd-nspawn, systemd as PID 1) that install it with apt
 # beside Debian's redis-server and postgresql and write this machine's real THP and hugetlb
 # files (tests/system/). Every knob is recorded first and restored afterwards.
 #
 # Needs root and a kernel and host where systemd-nspawn can boot a container; exits 77 (skipped)
-# with the reason otherwise. The rootfs is cached in build-system/ (delete it to refresh); the
-# package is built in a temporary directory, so the working tree is left as it is.
+# with the reason otherwise. The rootfs is cached in build-system/, one per suite (delete it to
+# refresh); the package is built in a temporary directory, so the working tree is left as it is.
 #
 #     tools/system-test.sh [-v] [SystemTest.test_2_redis ...]
 #
+# THPD_SYSTEM_SUITE=SUITE picks the containers' Debian suite: trixie (Debian 13, the default),
+# bookworm (Debian 12) or sid.
 # THPD_DEB=FILE skips the build and tests that package instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."

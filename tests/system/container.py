@@ -11,18 +11,20 @@ HostKnobs
     "inherit" it), diff() names what differs.
 
 ensure_rootfs()
-    A Debian 12 root file system made by mmdebstrap (systemd as init, dbus, polkitd, pkexec,
-    libpam-systemd), cached under the build directory and keyed by what goes into it. The
-    package lists and the .debs of redis-server, postgresql, cockpit, sudo, tuned, sysfsutils and thpd's libraries stay in its
-    apt cache, so "apt install redis-server" inside runs the real maintainer scripts without
-    downloading anything.
+    A root file system of the Debian suite SUITE (THPD_SYSTEM_SUITE: trixie, the current stable,
+    unless it names another, such as bookworm or sid) made by mmdebstrap (systemd as init, dbus,
+    polkitd, pkexec, libpam-systemd), cached under the build directory and keyed by what goes
+    into it, the suite included. The package lists and the .debs of redis-server, postgresql,
+    cockpit, sudo, tuned, sysfsutils and thpd's libraries stay in its apt cache, so "apt install
+    redis-server" inside runs the real maintainer scripts without downloading anything.
 
 Container
     One boot of a fresh copy of that rootfs: systemd-nspawn -b with systemd as PID 1,
     --bind=/sys/kernel/mm (the real knobs, writable) unless asked for a read-only /sys.
     Commands run inside with nsenter into every namespace of the container's PID 1. stop()
     powers it off from inside and waits; if that fails it signals the nspawn process it started
-    (never anything found by name).
+    (never anything found by name). A rootfs whose systemd is 258 or later boots with a unified
+    cgroup hierarchy: those versions refuse the hybrid one this host (systemd 252) gives them.
 
 The container shares the host's network (--private-network would also give it a sysfs of its
 own, where the bind of /sys/kernel/mm is read-only): Redis and PostgreSQL inside listen on the
@@ -50,8 +52,17 @@ MM = Path('/sys/kernel/mm')
 THP = MM / 'transparent_hugepage'
 HUGEPAGES = MM / 'hugepages'
 
-SUITE = 'bookworm'
-ROOTFS_PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'polkitd', 'pkexec', 'libpam-systemd']
+SUITE = os.environ.get('THPD_SYSTEM_SUITE') or 'trixie'
+# Options mmdebstrap passes to apt, per suite; they stay in the tree's apt configuration, so
+# "apt-get update" inside works with them too. The registry's sid Release file is past its
+# Valid-Until (stable suites' have none).
+SUITE_APT_OPTIONS = {'sid': ['Acquire::Check-Valid-Until "false"']}
+# Named where the suite's apt variant may leave them out: passwd for the scenarios' users
+# (useradd, groupadd, chpasswd; bookworm's polkitd pulled it in through adduser, trixie's does
+# not); mount, which sid no longer installs with util-linux, and without which PID 1's
+# dev-hugepages.mount and sys-fs-fuse-connections.mount fail (exit 203) and the boot is
+# "degraded".
+ROOTFS_PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'polkitd', 'pkexec', 'libpam-systemd', 'passwd', 'mount']
 # Downloaded into the rootfs' apt cache (installed by the tests, not by mmdebstrap).
 # Cockpit (cockpit-ws, cockpit-system, cockpit-bridge) and sudo for the Cockpit scenario's admin.
 # TuneD and sysfsutils for the scenarios of knobs written behind thpd's back.
@@ -148,7 +159,7 @@ class HostKnobs:
 # --- the cached root file system --------------------------------------------------------------
 
 def rootfs_key():
-    text = repr((ROOTFS_FORMAT, SUITE, ROOTFS_PACKAGES, CACHED_PACKAGES))
+    text = repr((ROOTFS_FORMAT, SUITE, SUITE_APT_OPTIONS.get(SUITE, []), ROOTFS_PACKAGES, CACHED_PACKAGES))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -167,6 +178,7 @@ def ensure_rootfs(cache_dir):
                 '--download-only ' + ' '.join(CACHED_PACKAGES))
     command = ['mmdebstrap', '--variant=apt', '--include=' + ','.join(ROOTFS_PACKAGES),
                '--skip=cleanup/apt/lists', '--skip=cleanup/apt/cache',
+               *(f'--aptopt={option}' for option in SUITE_APT_OPTIONS.get(SUITE, [])),
                '--customize-hook=' + download, SUITE, str(partial)]
     log('making the rootfs: ' + ' '.join(command))
     start = time.monotonic()
@@ -178,6 +190,13 @@ def ensure_rootfs(cache_dir):
     partial.rename(rootfs)
     log(f'rootfs ready in {time.monotonic() - start:.1f} s: {rootfs}')
     return rootfs
+
+
+def systemd_version(rootfs):
+    """The major version of the systemd package installed in the rootfs."""
+    proc = subprocess.run(['dpkg-query', f'--admindir={Path(rootfs) / "var/lib/dpkg"}', '-W',
+                           '-f=${Version}', 'systemd'], capture_output=True, text=True, check=True)
+    return int(re.match(r'(?:\d+:)?(\d+)', proc.stdout).group(1))
 
 
 # --- one booted container ---------------------------------------------------------------------
@@ -222,10 +241,13 @@ class Container:
                    '--console=passive', '--timezone=off', '-M', self.name]
         if self.bind_mm:
             command.append(f'--bind={MM}')
+        env = dict(os.environ)
+        if systemd_version(self.dir) >= 258:
+            env['SYSTEMD_NSPAWN_UNIFIED_HIERARCHY'] = '1'
         start = time.monotonic()
         self._log_file = open(self.log_path, 'w')
         self.nspawn = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+                                       stderr=subprocess.STDOUT, start_new_session=True, env=env)
         try:
             # nspawn's first child is a short-lived helper; PID 1 of the container is the child
             # named systemd.
@@ -261,7 +283,12 @@ class Container:
         if self.nspawn is None:
             return None
         if self.nspawn.poll() is None and self.leader:
-            self.run('systemctl', 'poweroff', check=False, timeout=30)
+            # What "systemctl poweroff" does without logind, asked of PID 1 directly: a scenario
+            # that kills the system bus leaves logind off it (systemd 257's does not reconnect),
+            # and then "systemctl poweroff" waits for its bus activation to time out, twice.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.run('systemctl', 'start', '--job-mode=replace-irreversibly', '--no-block', 'poweroff.target',
+                         check=False, timeout=30)
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None and self.nspawn.poll() is None:
                 log(f'{self.name}: still running after poweroff, sending {sig.name} to nspawn '
