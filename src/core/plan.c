@@ -369,6 +369,26 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
                 ret->knobs[k] = plan_knob(in, target, k);
 }
 
+bool plan_knob_commit(const KnobStep *step, KnobValue *applied, bool *owned, KnobValue *recorded) {
+        switch (step->action) {
+        case KNOB_ACTION_ADOPT:
+                *applied = *recorded = step->current;
+                return true;
+        case KNOB_ACTION_FOLLOW:
+        case KNOB_ACTION_HOLD:
+        case KNOB_ACTION_YIELD:
+                *applied = step->current;
+                return false;
+        case KNOB_ACTION_WRITE:
+        case KNOB_ACTION_KEEP:
+                *applied = step->target;
+                *owned = step->owned;
+                return false;
+        default:
+                return false;
+        }
+}
+
 void plan_done(Plan *p) {
         g_clear_pointer(&p->active, g_array_unref);
         g_clear_pointer(&p->isolation_checks, g_array_unref);

@@ -235,27 +235,18 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                 case KNOB_ACTION_ADOPT:
                         log_info("%s: now %s, set outside thpd; taking it as the baseline", knob_name(k),
                                  knob_value_to_string(k, step->current, buf));
-                        m->baseline.knobs[k] = step->current;
-                        baseline_changed = true;
-                        _fallthrough_;
-                case KNOB_ACTION_FOLLOW:
-                case KNOB_ACTION_HOLD:
-                case KNOB_ACTION_YIELD:
-                        m->applied[k] = step->current;
                         break;
                 case KNOB_ACTION_WRITE:
+                        /* Failed: write_knob() read back what the kernel kept, and ownership stays. */
                         if (write_knob(m, k, step, changes) < 0) {
                                 errors++;
-                                break;
+                                continue;
                         }
-                        _fallthrough_;
-                case KNOB_ACTION_KEEP:
-                        m->applied[k] = step->target;
-                        m->owned[k] = step->owned;
                         break;
                 default:
                         break;
                 }
+                baseline_changed |= plan_knob_commit(step, &m->applied[k], &m->owned[k], &m->baseline.knobs[k]);
         }
 
         m->counters.knob_errors += errors;

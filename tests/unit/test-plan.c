@@ -117,7 +117,8 @@ static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
         run(&c, 1);
 }
 
-/* What the daemon does with the plan, as far as the next plan sees it.
+/* What the daemon does with the plan, as far as the next plan sees it: every write succeeds, and
+ * the kernel keeps what thpd last read or wrote (plan_knob_commit()).
  *
  * noipa: Debian 12's GCC 12.2 at -O1 and above deletes calls to this function once two tests
  * make them: its interprocedural pure-const analysis marks it "locally const" although it
@@ -127,10 +128,7 @@ static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
  * behaviour in the test or in plan(). */
 __attribute__((noipa)) static void actuate(void) {
         FOREACH_KNOB(k)
-                if (F.plan.knobs[k].action == KNOB_ACTION_WRITE || F.plan.knobs[k].action == KNOB_ACTION_KEEP) {
-                        F.current[k] = F.plan.knobs[k].target;
-                        F.owned[k] = F.plan.knobs[k].owned;
-                }
+                (void) plan_knob_commit(&F.plan.knobs[k], &F.current[k], &F.owned[k], &F.recorded[k]);
 }
 
 static void assert_step(Knob k, KnobAction action, const char *target) {
@@ -638,6 +636,36 @@ START_TEST(test_yield_to_a_conflict) {
 }
 END_TEST
 
+/* What the daemon keeps after each step: the kernel's value, ownership, and the baseline record,
+ * which only an adopted admin's value moves. */
+START_TEST(test_knob_commit) {
+        KnobValue never = value(KNOB_ENABLED, "never"), madvise = value(KNOB_ENABLED, "madvise");
+        KnobValue always = value(KNOB_ENABLED, "always");
+        KnobValue applied = madvise, recorded = madvise;
+        bool owned = false;
+
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, never);
+        ck_assert(owned);
+        ck_assert_int_eq(recorded, madvise);
+
+        /* Left as it is: the kernel's value is what thpd saw, ownership stays. */
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_YIELD, always, never, false }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, always);
+        ck_assert(owned);
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_UNREADABLE, KNOB_VALUE_UNSET, never, false }, &applied, &owned,
+                                    &recorded));
+        ck_assert_int_eq(applied, always);
+
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_KEEP, madvise, madvise, false }, &applied, &owned, &recorded));
+        ck_assert(!owned);
+
+        ck_assert(plan_knob_commit(&(KnobStep) { KNOB_ACTION_ADOPT, always, madvise, false }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, always);
+        ck_assert_int_eq(recorded, always);
+}
+END_TEST
+
 static Suite *plan_suite(void) {
         Suite *s = suite_create("plan");
         TCase *tc = tcase_create("rules");
@@ -658,6 +686,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_change_flags);
         tcase_add_test(tc, test_unit_change_matters);
         tcase_add_test(tc, test_yield_to_a_conflict);
+        tcase_add_test(tc, test_knob_commit);
         suite_add_tcase(s, tc);
         return s;
 }
