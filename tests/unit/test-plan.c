@@ -453,6 +453,28 @@ START_TEST(test_isolation_checks) {
 }
 END_TEST
 
+/* Two policies give a running unit a restart hint (its process found with THP, and running when
+ * the global one first counted it): the name first given stays, however many applies run. */
+START_TEST(test_restart_hint_keeps_its_policy) {
+        Policy *isolated = add_policy("a-isolated.conf", NULL);
+        const Policy *global = add_policy("b-global.conf", "never");
+        PlanUnit u = { .name = "redis-server.service", .running = true };
+        PlanCandidate c[] = {
+                { .policy = isolated, .units = &u, .n_units = 1 },
+                { .policy = global, .units = &u, .n_units = 1 },
+        };
+
+        isolated->scope = POLICY_SCOPE_SERVICE;
+        isolated->service_thp = value(KNOB_ENABLED, "never");
+        set_isolation("redis-server.service", isolated, 0, ISOLATION_NOT_ISOLATED);
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_str_eq(restart_hint("redis-server.service"), "a-isolated.conf");
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_str_eq(restart_hint("redis-server.service"), "a-isolated.conf");
+        ck_assert(!F.plan.restart_hints_changed);
+}
+END_TEST
+
 /* Scope=auto next to a global policy that wants always: met per service while its unit is
  * isolated or still being checked; a unit found with THP puts its vote back on the machine. */
 START_TEST(test_auto_isolation_decides_per_service) {
@@ -680,6 +702,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_active_count);
         tcase_add_test(tc, test_changes_only);
         tcase_add_test(tc, test_isolation_checks);
+        tcase_add_test(tc, test_restart_hint_keeps_its_policy);
         tcase_add_test(tc, test_auto_isolation_decides_per_service);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
