@@ -105,8 +105,11 @@ static PolicyRuntime *policy_runtime(PlanState *s, const Policy *p) {
         return r;
 }
 
+/* A unit keeps the policy its hint first named: when several policies give it one (a Scope=service
+ * policy's process found with THP, a global one's unit running when first counted), the name
+ * must not depend on how many applies ran, nor on whether an apply looked at every unit. */
 static void hint_set(PlanState *s, Plan *plan, const char *unit, const char *policy) {
-        if (streq_ptr(g_hash_table_lookup(s->needs_restart, unit), policy))
+        if (g_hash_table_contains(s->needs_restart, unit))
                 return;
         g_hash_table_insert(s->needs_restart, g_strdup(unit), g_strdup(policy));
         plan->restart_hints_changed = true;
@@ -367,6 +370,26 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
         resolve(&r, target);
         FOREACH_KNOB(k)
                 ret->knobs[k] = plan_knob(in, target, k);
+}
+
+bool plan_knob_commit(const KnobStep *step, KnobValue *applied, bool *owned, KnobValue *recorded) {
+        switch (step->action) {
+        case KNOB_ACTION_ADOPT:
+                *applied = *recorded = step->current;
+                return true;
+        case KNOB_ACTION_FOLLOW:
+        case KNOB_ACTION_HOLD:
+        case KNOB_ACTION_YIELD:
+                *applied = step->current;
+                return false;
+        case KNOB_ACTION_WRITE:
+        case KNOB_ACTION_KEEP:
+                *applied = step->target;
+                *owned = step->owned;
+                return false;
+        default:
+                return false;
+        }
 }
 
 void plan_done(Plan *p) {

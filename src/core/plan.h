@@ -153,6 +153,12 @@ typedef struct Plan {
 void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret);
 void plan_done(Plan *p);
 
+/* What the daemon keeps of a knob once its step is carried out (a WRITE only when the write
+ * succeeded), as the next plan reads it: the value the kernel has (applied), whether thpd owns
+ * the knob, and the baseline record, which follows the admin's value on ADOPT. Returns true when
+ * the record changed: it is saved before thpd writes anything it protects. */
+bool plan_knob_commit(const KnobStep *step, KnobValue *applied, bool *owned, KnobValue *recorded);
+
 /* Per knob: the recorded baseline, or the value thpd.conf pins; UNSET for knobs this kernel
  * lacks. */
 void plan_effective_baseline(const bool *present, const KnobValue *recorded, const KnobValue *pinned,

@@ -89,289 +89,60 @@ bool manager_units_known(const Manager *m) {
 /* ---- observe ---- */
 
 typedef struct Observation {
-        GArray *candidates;  /* PlanCandidate */
-        GArray *positions;   /* int: each candidate's policy position */
-        PlanUnit *units;     /* the candidates' units, back to back */
-        bool changes_only;   /* PlanInput.changes_only */
-        GPtrArray *released; /* changed units no longer wanted, names borrowed */
+        Candidates candidates; /* PlanInput.candidates, changes_only, released */
         KnobValue current[_KNOB_MAX];
         uint64_t now;
 } Observation;
 
 static void observation_done(Observation *o) {
-        g_clear_pointer(&o->candidates, g_array_unref);
-        g_clear_pointer(&o->positions, g_array_unref);
-        g_clear_pointer(&o->units, g_free);
-        g_clear_pointer(&o->released, g_ptr_array_unref);
+        candidates_done(&o->candidates);
 }
 
-/* A policy an apply looks at, by position, with one wanted unit it matches (NULL: none), or
- * settled (PlanCandidate.settled). */
-typedef struct CandidatePair {
-        int position;
-        const Policy *policy;
-        const TrackedUnit *unit;
-        bool settled;
-} CandidatePair;
-
-static gint compare_pairs(gconstpointer a, gconstpointer b) {
-        int x = ((const CandidatePair *) a)->position, y = ((const CandidatePair *) b)->position;
-
-        return x < y ? -1 : x > y;
+/* The tracker's table as the selection reads it (CandidateUnits). */
+static void candidate_unit(const TrackedUnit *u, CandidateUnit *ret) {
+        *ret = (CandidateUnit) {
+                .name = u->name,
+                .wanted = tracked_unit_is_wanted(u),
+                .running = tracked_unit_is_running(u),
+                .stops = u->stops,
+        };
 }
 
-/* The policies a unit's name matches (borrowed Policy*), looked up once per name until the
- * policies are reloaded: globs are matched one by one, and every apply needs every wanted unit's
- * policies. */
-static GPtrArray *unit_matches(Manager *m, const char *unit) {
-        GPtrArray *matched = g_hash_table_lookup(m->unit_matches, unit);
+static bool units_lookup(void *userdata, const char *name, CandidateUnit *ret) {
+        const TrackedUnit *u = g_hash_table_lookup(userdata, name);
 
-        if (!matched) {
-                matched = g_ptr_array_new();
-                (void) policy_index_lookup(m->policy_index, unit, matched);
-                g_hash_table_insert(m->unit_matches, g_strdup(unit), matched);
-        }
-        return matched;
+        if (!u)
+                return false;
+        candidate_unit(u, ret);
+        return true;
 }
 
-bool manager_unit_has_policy(Manager *m, const char *unit) {
-        return unit_matches(m, unit)->len > 0;
-}
-
-void manager_note_unit_changed(Manager *m, const char *unit) {
-        if (!unit)
-                m->all_units_changed = true;
-        else if (!m->all_units_changed && !g_hash_table_contains(m->changed_units, unit))
-                g_hash_table_add(m->changed_units, g_strdup(unit));
-}
-
-bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now) {
-        GPtrArray *matched = unit_matches(m, unit);
-        PlanUnit b = { .name = unit }, n = { .name = unit };
-
-        if (before) {
-                b.running = before->running;
-                b.stops = before->stops;
-        }
-        if (now) {
-                n.running = now->running;
-                n.stops = now->stops;
-        }
-        return plan_unit_change_matters(&m->plan, before && before->wanted ? &b : NULL, now && now->wanted ? &n : NULL,
-                                        (const Policy *const *) matched->pdata, matched->len);
-}
-
-/* Units come and go (transient ones with new names each time): forget those no longer
- * followed once they outnumber the followed ones. */
-static void prune_unit_matches(Manager *m, GHashTable *units) {
+static void units_foreach(void *userdata, CandidateUnitFunc each, void *data) {
         GHashTableIter iter;
-        const char *name;
-
-        if (g_hash_table_size(m->unit_matches) <= 2 * g_hash_table_size(units) + 64)
-                return;
-        g_hash_table_iter_init(&iter, m->unit_matches);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
-                if (!g_hash_table_contains(units, name))
-                        g_hash_table_iter_remove(&iter);
-}
-
-/* The policies an apply must look at, in order: those of the wanted units (a pair per unit)
- * and those that were active or held a pool at the last apply. After a (re)load every policy,
- * since a changed file may no longer match. Pairs sorted by position, not tables of lists: at
- * hundreds of running units this is the bulk of an apply. */
-static GArray *candidate_pairs(Manager *m, GHashTable *units) {
-        GArray *pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
-        /* By position: a live policy with a unit's pair needs no pair of its own, and every
-         * pair less is one less to sort. */
-        g_autofree bool *paired = g_new0(bool, MAX(m->policies->len, 1u));
-        GHashTableIter iter;
-        TrackedUnit *u;
-        const Policy *p;
-
-        if (units) {
-                prune_unit_matches(m, units);
-                g_hash_table_iter_init(&iter, units);
-                while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
-                        GPtrArray *matched;
-
-                        if (!tracked_unit_is_wanted(u))
-                                continue;
-                        matched = unit_matches(m, u->name);
-                        for (guint i = 0; i < matched->len; i++) {
-                                int position;
-
-                                p = g_ptr_array_index(matched, i);
-                                position = policy_index_position(m->policy_index, p);
-                                if (position >= 0)
-                                        paired[position] = true;
-                                g_array_append_val(pairs, ((CandidatePair) { position, p, u, false }));
-                        }
-                }
-        }
-
-        if (m->apply_all_policies) {
-                for (guint i = 0; i < m->policies->len; i++)
-                        g_array_append_val(pairs, ((CandidatePair) { (int) i, g_ptr_array_index(m->policies, i), NULL, false }));
-                m->apply_all_policies = false;
-        } else {
-                g_hash_table_iter_init(&iter, m->plan.live_policies);
-                while (g_hash_table_iter_next(&iter, (gpointer *) &p, NULL)) {
-                        int position = policy_index_position(m->policy_index, p);
-
-                        if (position < 0 || !paired[position])
-                                g_array_append_val(pairs, ((CandidatePair) { position, p, NULL, false }));
-                }
-        }
-        g_array_sort(pairs, compare_pairs);
-        return pairs;
-}
-
-/* A changed unit with a policy it matches. */
-typedef struct ChangedMatch {
-        int position;
-        const Policy *policy;
-        const char *unit;
-} ChangedMatch;
-
-static gint compare_matches(gconstpointer a, gconstpointer b) {
-        int x = ((const ChangedMatch *) a)->position, y = ((const ChangedMatch *) b)->position;
-
-        return x < y ? -1 : x > y;
-}
-
-/* A pair for each unit of the policy wanted now: those the plan holds for it from the last apply
- * and the changed ones given (matches[0..n), all of this policy), as the tracker has them now. A
- * pair without a unit when none is, so that the policy is looked at. */
-static void add_policy_units(Manager *m, GHashTable *units, GArray *pairs, int position, const Policy *p,
-                             const ChangedMatch *matches, size_t n) {
-        const PolicyRuntime *rt = g_hash_table_lookup(m->plan.policy_runtime, p->name);
-        guint before = pairs->len;
         const TrackedUnit *u;
+        CandidateUnit c;
 
-        for (guint i = 0; rt && i < rt->units->len; i++) {
-                u = g_hash_table_lookup(units, g_ptr_array_index(rt->units, i));
-                if (u && tracked_unit_is_wanted(u))
-                        g_array_append_val(pairs, ((CandidatePair) { position, p, u, false }));
+        g_hash_table_iter_init(&iter, userdata);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &u)) {
+                candidate_unit(u, &c);
+                each(&c, data);
         }
-        for (size_t i = 0; i < n; i++) {
-                bool held = false;
-
-                if (rt)
-                        (void) sorted_strings_search((const char *const *) rt->units->pdata, rt->units->len,
-                                                     matches[i].unit, &held);
-                if (held)
-                        continue;
-                u = g_hash_table_lookup(units, matches[i].unit);
-                if (u && tracked_unit_is_wanted(u))
-                        g_array_append_val(pairs, ((CandidatePair) { position, p, u, false }));
-        }
-        if (pairs->len == before)
-                g_array_append_val(pairs, ((CandidatePair) { position, p, NULL, false }));
 }
 
-/* The candidates when only some units changed since the last apply: their policies, each with
- * all its wanted units, and the other live policies settled. The work is in proportion to the
- * changed units' policies and the live set, not to every unit that runs. */
-static GArray *changed_pairs(Manager *m, GHashTable *units, GPtrArray *released) {
-        GArray *pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
-        g_autoptr(GArray) matches = g_array_new(FALSE, FALSE, sizeof(ChangedMatch));
-        GHashTableIter iter;
-        const char *name;
-        const Policy *p;
-
-        prune_unit_matches(m, units);
-        g_hash_table_iter_init(&iter, m->changed_units);
-        while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL)) {
-                GPtrArray *matched = unit_matches(m, name);
-                const TrackedUnit *u = g_hash_table_lookup(units, name);
-
-                if (!u || !tracked_unit_is_wanted(u))
-                        g_ptr_array_add(released, (gpointer) name);
-                for (guint i = 0; i < matched->len; i++) {
-                        int position;
-
-                        p = g_ptr_array_index(matched, i);
-                        position = policy_index_position(m->policy_index, p);
-                        if (position >= 0)
-                                g_array_append_val(matches, ((ChangedMatch) { position, p, name }));
-                }
-        }
-        g_array_sort(matches, compare_matches);
-        for (guint i = 0, l = 0; i < matches->len || l < m->live_pairs->len;) {
-                const ChangedMatch *first = i < matches->len ? &g_array_index(matches, ChangedMatch, i) : NULL;
-                const CandidatePair *live = l < m->live_pairs->len ? &g_array_index(m->live_pairs, CandidatePair, l) : NULL;
-                guint n = 1;
-
-                /* In policy order, the live policies merged with the changed units' ones (few):
-                 * no sort over the live set. The running units of a policy that isolates its
-                 * services are checked at every apply (plan_isolation()). */
-                if (live && (!first || live->position < first->position)) {
-                        l++;
-                        if (policy_isolates(live->policy))
-                                add_policy_units(m, units, pairs, live->position, live->policy, NULL, 0);
-                        else
-                                g_array_append_val(pairs, ((CandidatePair) { live->position, live->policy, NULL, true }));
-                        continue;
-                }
-                if (live && live->position == first->position)
-                        l++;
-                while (i + n < matches->len && g_array_index(matches, ChangedMatch, i + n).position == first->position)
-                        n++;
-                add_policy_units(m, units, pairs, first->position, first->policy, first, n);
-                i += n;
-        }
-        return pairs;
-}
-
-/* The live policies in policy order for the next changed_pairs(): those of the candidates (in
- * that order already) the plan left live. */
-static void remember_live(Manager *m, const Observation *o) {
-        if (!m->live_pairs)
-                m->live_pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
-        g_array_set_size(m->live_pairs, 0);
-        for (guint i = 0; i < o->candidates->len; i++) {
-                const Policy *p = g_array_index(o->candidates, PlanCandidate, i).policy;
-
-                if (g_hash_table_contains(m->plan.live_policies, p))
-                        g_array_append_val(m->live_pairs, ((CandidatePair) {
-                                g_array_index(o->positions, int, i), p, NULL, true }));
-        }
+static size_t units_size(void *userdata) {
+        return g_hash_table_size(userdata);
 }
 
 static void observe_units(Manager *m, Observation *o) {
-        GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
-        g_autoptr(GArray) pairs = NULL;
-        size_t next = 0;
+        GHashTable *table = m->units ? unit_tracker_units(m->units) : NULL;
+        CandidateUnits units = {
+                .lookup = units_lookup,
+                .foreach = units_foreach,
+                .size = units_size,
+                .userdata = table,
+        };
 
-        o->released = g_ptr_array_new();
-        o->changes_only = units && m->live_pairs && !m->apply_all_policies && !m->all_units_changed &&
-                          m->units_known_at_apply && manager_units_known(m);
-        pairs = o->changes_only ? changed_pairs(m, units, o->released) : candidate_pairs(m, units);
-
-        o->candidates = g_array_new(FALSE, TRUE, sizeof(PlanCandidate));
-        o->positions = g_array_new(FALSE, FALSE, sizeof(int));
-        o->units = g_new(PlanUnit, MAX(pairs->len, 1u));
-        for (guint i = 0; i < pairs->len;) {
-                const CandidatePair *first = &g_array_index(pairs, CandidatePair, i);
-                PlanCandidate c = { .policy = first->policy, .units = o->units + next, .settled = first->settled };
-
-                for (; i < pairs->len && g_array_index(pairs, CandidatePair, i).policy == first->policy; i++) {
-                        const TrackedUnit *u = g_array_index(pairs, CandidatePair, i).unit;
-
-                        if (u)
-                                o->units[next++] = (PlanUnit) {
-                                        .name = u->name,
-                                        .running = tracked_unit_is_running(u),
-                                        .stops = u->stops,
-                                };
-                }
-                c.n_units = o->units + next - c.units;
-                /* Policies that are gone (a reload dropped them) have no position. */
-                if (first->position >= 0) {
-                        g_array_append_val(o->candidates, c);
-                        g_array_append_val(o->positions, first->position);
-                }
-        }
+        candidates_select(&m->candidates, &m->plan, table ? &units : NULL, manager_units_known(m), &o->candidates);
 }
 
 static void observe(Manager *m, Observation *o) {
@@ -464,27 +235,18 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                 case KNOB_ACTION_ADOPT:
                         log_info("%s: now %s, set outside thpd; taking it as the baseline", knob_name(k),
                                  knob_value_to_string(k, step->current, buf));
-                        m->baseline.knobs[k] = step->current;
-                        baseline_changed = true;
-                        _fallthrough_;
-                case KNOB_ACTION_FOLLOW:
-                case KNOB_ACTION_HOLD:
-                case KNOB_ACTION_YIELD:
-                        m->applied[k] = step->current;
                         break;
                 case KNOB_ACTION_WRITE:
+                        /* Failed: write_knob() read back what the kernel kept, and ownership stays. */
                         if (write_knob(m, k, step, changes) < 0) {
                                 errors++;
-                                break;
+                                continue;
                         }
-                        _fallthrough_;
-                case KNOB_ACTION_KEEP:
-                        m->applied[k] = step->target;
-                        m->owned[k] = step->owned;
                         break;
                 default:
                         break;
                 }
+                baseline_changed |= plan_knob_commit(step, &m->applied[k], &m->owned[k], &m->baseline.knobs[k]);
         }
 
         m->counters.knob_errors += errors;
@@ -565,11 +327,11 @@ void manager_apply(Manager *m) {
         observe(m, &o);
         drift_yielded(&m->drift, yielded);
         plan(&m->plan, &(PlanInput) {
-                        .candidates = (const PlanCandidate *) o.candidates->data,
-                        .n_candidates = o.candidates->len,
-                        .changes_only = o.changes_only,
-                        .released = (const char *const *) o.released->pdata,
-                        .n_released = o.released->len,
+                        .candidates = (const PlanCandidate *) o.candidates.candidates->data,
+                        .n_candidates = o.candidates.candidates->len,
+                        .changes_only = o.candidates.changes_only,
+                        .released = (const char *const *) o.candidates.released->pdata,
+                        .n_released = o.candidates.released->len,
                         .isolation = m->isolation,
                         .units_known = manager_units_known(m),
                         .now_usec = o.now,
@@ -585,11 +347,8 @@ void manager_apply(Manager *m) {
                         .pool_baseline = m->baseline.pools,
                         .n_pool_baseline = m->baseline.n_pools,
                 }, &m->target, &p);
-        /* The names in o.released are the table's: the plan is done with them. */
-        g_hash_table_remove_all(m->changed_units);
-        m->all_units_changed = false;
-        m->units_known_at_apply = manager_units_known(m);
-        remember_live(m, &o);
+        /* The released names are the selection's: the plan is done with them. */
+        candidates_commit(&m->candidates, &o.candidates, &m->plan, manager_units_known(m));
         remember_per_service(m, &p);
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);

@@ -63,11 +63,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
 
         settings_init(&m->settings);
         m->policies = g_ptr_array_new_with_free_func(policy_free_void);
-        m->policy_index = policy_index_new(m->policies);
-        m->unit_matches = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
-        m->apply_all_policies = true;
-        m->changed_units = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        m->all_units_changed = true;
+        candidate_state_init(&m->candidates, m->policies);
         m->policy_files = g_ptr_array_new_with_free_func(policy_file_free_void);
         diagnostics_init(&m->policy_diagnostics);
         plan_state_init(&m->plan);
@@ -110,12 +106,7 @@ Manager *manager_free(Manager *m) {
                 sd_bus_flush_close_unref(m->bus);
         /* After the bus: freeing it ends the calls in flight, which leave this list. */
         g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
-        policy_index_free(m->policy_index);
-        if (m->unit_matches)
-                g_hash_table_destroy(m->unit_matches);
-        g_hash_table_destroy(m->changed_units);
-        if (m->live_pairs)
-                g_array_unref(m->live_pairs);
+        candidate_state_done(&m->candidates);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
         diagnostics_clear(&m->policy_diagnostics);
@@ -152,23 +143,38 @@ void manager_add_listener(Manager *m, const ManagerListener *listener, void *use
 GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
         GPtrArray *found = g_ptr_array_new();
 
-        (void) policy_index_lookup(m->policy_index, unit, found);
+        (void) policy_index_lookup(m->candidates.index, unit, found);
         return found;
 }
 
+/* Remembered per name (candidate_state_matches()): every signal about a unit asks, and globs
+ * are matched one by one. */
 static bool unit_filter(const char *unit, void *userdata) {
-        return manager_unit_has_policy(userdata, unit);
+        Manager *m = userdata;
+
+        return candidate_state_matches(&m->candidates, unit)->len > 0;
+}
+
+static CandidateUnit *candidate_unit(const char *unit, const UnitView *v, CandidateUnit *buf) {
+        if (!v)
+                return NULL;
+        *buf = (CandidateUnit) { .name = unit, .wanted = v->wanted, .running = v->running, .stops = v->stops };
+        return buf;
 }
 
 static void on_units_changed(UnitTracker *t, const char *unit, const UnitView *before, const UnitView *now,
                              bool start_queued, void *userdata) {
-        manager_note_unit_changed(userdata, unit);
-        if (unit && !manager_unit_change_matters(userdata, unit, before, now))
+        Manager *m = userdata;
+        CandidateUnit b, n;
+
+        candidate_state_note_changed(&m->candidates, unit);
+        if (unit && !candidate_state_change_matters(&m->candidates, &m->plan, unit, candidate_unit(unit, before, &b),
+                                                    candidate_unit(unit, now, &n)))
                 return;
         if (start_queued)
-                manager_apply(userdata);
+                manager_apply(m);
         else
-                manager_queue_apply(userdata);
+                manager_queue_apply(m);
 }
 
 static int load_settings(Manager *m) {
@@ -221,12 +227,9 @@ static void load_policies(Manager *m) {
         m->policy_diagnostics = diag;
 
         /* The live set points into the old policies; the next apply looks at every policy. */
-        m->apply_all_policies = true;
-        m->policy_index = policy_index_free(m->policy_index);
+        candidate_state_set_policies(&m->candidates, policies);
         g_ptr_array_unref(m->policies);
         m->policies = TAKE_PTR(policies);
-        m->policy_index = policy_index_new(m->policies);
-        g_hash_table_remove_all(m->unit_matches);
         g_ptr_array_unref(m->policy_files);
         m->policy_files = TAKE_PTR(files);
         plan_state_forget_policies(&m->plan, m->policies);
@@ -419,7 +422,7 @@ GPtrArray *manager_live_policies(Manager *m) {
         /* Each position looked up once, not once per comparison. */
         g_hash_table_iter_init(&iter, m->plan.live_policies);
         while (g_hash_table_iter_next(&iter, &p, NULL))
-                sorted[i++] = (PositionedPolicy) { policy_index_position(m->policy_index, p), p };
+                sorted[i++] = (PositionedPolicy) { policy_index_position(m->candidates.index, p), p };
         qsort(sorted, n, sizeof *sorted, compare_positioned);
         for (i = 0; i < n; i++)
                 g_ptr_array_add(live, (gpointer) sorted[i].policy);

@@ -6,11 +6,11 @@
 #include <systemd/sd-event.h>
 
 #include "baseline.h"
+#include "candidates.h"
 #include "drift.h"
 #include "isolation.h"
 #include "metrics.h"
 #include "plan.h"
-#include "policy-index.h"
 #include "policy-dirs.h"
 #include "policy.h"
 #include "resolve.h"
@@ -63,16 +63,8 @@ typedef struct Manager {
 
         Settings settings;
         GPtrArray *policies;           /* Policy*, lexical order */
-        PolicyIndex *policy_index;     /* the policies by the unit names they match */
-        GHashTable *unit_matches;      /* unit name -> GPtrArray of the Policy* it matches */
-        bool apply_all_policies;       /* set by a (re)load: the live set is gone */
-        /* What an apply looks at of the units: those whose view changed since the last one (and
-         * the live policies), unless all may have (the tracker's list came or was redone) or the
-         * last apply ran before the unit list. */
-        GHashTable *changed_units;     /* names */
-        bool all_units_changed;
-        bool units_known_at_apply;
-        GArray *live_pairs;            /* the live policies by position after the last apply (manager-apply.c) */
+        /* Which policies and units an apply looks at, and the policy index (candidates.h). */
+        CandidateState candidates;
         GPtrArray *policy_files;       /* PolicyFile*, the drop-in view (for ListPolicies) */
         Diagnostics policy_diagnostics; /* what the last policy load found wrong (PolicyDiagnostics) */
         PlanState plan;                /* what the plan carries from one apply to the next */
@@ -191,13 +183,6 @@ int manager_stop(Manager *m, int exit_code);
 
 /* True once the systemd manager listed the units (or turned out absent). */
 bool manager_units_known(const Manager *m);
-/* Whether a tracked unit's change can change what the next apply decides (plan_unit_change_matters()). */
-bool manager_unit_change_matters(Manager *m, const char *unit, const UnitView *before, const UnitView *now);
-/* Whether a policy matches the unit's name; remembered per name, as every signal about a unit
- * asks (globs are matched one by one). */
-bool manager_unit_has_policy(Manager *m, const char *unit);
-/* A unit's view changed (NULL: any unit's may have): the next apply looks at it. */
-void manager_note_unit_changed(Manager *m, const char *unit);
 /* Reads a knob's value through its kept file (KnobFiles). */
 int manager_read_knob(Manager *m, Knob k, KnobValue *ret);
 /* Whether the Knobs property and the metrics show a target and source for the knob. */

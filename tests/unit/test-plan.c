@@ -121,7 +121,8 @@ static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
         run(&c, 1);
 }
 
-/* What the daemon does with the plan, as far as the next plan sees it.
+/* What the daemon does with the plan, as far as the next plan sees it: every write succeeds, and
+ * the kernel keeps what thpd last read or wrote (plan_knob_commit()).
  *
  * noipa: Debian 12's GCC 12.2 at -O1 and above deletes calls to this function once two tests
  * make them: its interprocedural pure-const analysis marks it "locally const" although it
@@ -131,10 +132,7 @@ static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
  * behaviour in the test or in plan(). */
 __attribute__((noipa)) static void actuate(void) {
         FOREACH_KNOB(k)
-                if (F.plan.knobs[k].action == KNOB_ACTION_WRITE || F.plan.knobs[k].action == KNOB_ACTION_KEEP) {
-                        F.current[k] = F.plan.knobs[k].target;
-                        F.owned[k] = F.plan.knobs[k].owned;
-                }
+                (void) plan_knob_commit(&F.plan.knobs[k], &F.current[k], &F.owned[k], &F.recorded[k]);
 }
 
 static void assert_step(Knob k, KnobAction action, const char *target) {
@@ -459,6 +457,28 @@ START_TEST(test_isolation_checks) {
 }
 END_TEST
 
+/* Two policies give a running unit a restart hint (its process found with THP, and running when
+ * the global one first counted it): the name first given stays, however many applies run. */
+START_TEST(test_restart_hint_keeps_its_policy) {
+        Policy *isolated = add_policy("a-isolated.conf", NULL);
+        const Policy *global = add_policy("b-global.conf", "never");
+        PlanUnit u = { .name = "redis-server.service", .running = true };
+        PlanCandidate c[] = {
+                { .policy = isolated, .units = &u, .n_units = 1 },
+                { .policy = global, .units = &u, .n_units = 1 },
+        };
+
+        isolated->scope = POLICY_SCOPE_SERVICE;
+        isolated->service_thp = value(KNOB_ENABLED, "never");
+        set_isolation("redis-server.service", isolated, 0, ISOLATION_NOT_ISOLATED);
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_str_eq(restart_hint("redis-server.service"), "a-isolated.conf");
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_str_eq(restart_hint("redis-server.service"), "a-isolated.conf");
+        ck_assert(!F.plan.restart_hints_changed);
+}
+END_TEST
+
 /* Scope=auto next to a global policy that wants always: met per service while its unit is
  * isolated or still being checked; a unit found with THP puts its vote back on the machine. */
 START_TEST(test_auto_isolation_decides_per_service) {
@@ -642,6 +662,36 @@ START_TEST(test_yield_to_a_conflict) {
 }
 END_TEST
 
+/* What the daemon keeps after each step: the kernel's value, ownership, and the baseline record,
+ * which only an adopted admin's value moves. */
+START_TEST(test_knob_commit) {
+        KnobValue never = value(KNOB_ENABLED, "never"), madvise = value(KNOB_ENABLED, "madvise");
+        KnobValue always = value(KNOB_ENABLED, "always");
+        KnobValue applied = madvise, recorded = madvise;
+        bool owned = false;
+
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, never);
+        ck_assert(owned);
+        ck_assert_int_eq(recorded, madvise);
+
+        /* Left as it is: the kernel's value is what thpd saw, ownership stays. */
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_YIELD, always, never, false }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, always);
+        ck_assert(owned);
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_UNREADABLE, KNOB_VALUE_UNSET, never, false }, &applied, &owned,
+                                    &recorded));
+        ck_assert_int_eq(applied, always);
+
+        ck_assert(!plan_knob_commit(&(KnobStep) { KNOB_ACTION_KEEP, madvise, madvise, false }, &applied, &owned, &recorded));
+        ck_assert(!owned);
+
+        ck_assert(plan_knob_commit(&(KnobStep) { KNOB_ACTION_ADOPT, always, madvise, false }, &applied, &owned, &recorded));
+        ck_assert_int_eq(applied, always);
+        ck_assert_int_eq(recorded, always);
+}
+END_TEST
+
 static Suite *plan_suite(void) {
         Suite *s = suite_create("plan");
         TCase *tc = tcase_create("rules");
@@ -656,12 +706,14 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_active_count);
         tcase_add_test(tc, test_changes_only);
         tcase_add_test(tc, test_isolation_checks);
+        tcase_add_test(tc, test_restart_hint_keeps_its_policy);
         tcase_add_test(tc, test_auto_isolation_decides_per_service);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
         tcase_add_test(tc, test_change_flags);
         tcase_add_test(tc, test_unit_change_matters);
         tcase_add_test(tc, test_yield_to_a_conflict);
+        tcase_add_test(tc, test_knob_commit);
         suite_add_tcase(s, tc);
         return s;
 }
