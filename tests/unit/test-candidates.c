@@ -30,6 +30,10 @@
 #define POOL_GRACE (25 * USEC_PER_SEC)
 
 /* Overlapping names and globs: plain names, template instances, a '?' and '[' glob. */
+static void isolation_free_void(gpointer p) {
+        isolation_free(p);
+}
+
 static const char *const unit_names[] = {
         "a1.service", "a2.service", "ab.service", "b@x.service", "b@y.service",
         "c.service",  "cd.service", "z.service",  "db@15.service",
@@ -600,7 +604,7 @@ static bool run_sequence(uint64_t seed, Totals *totals) {
         World w = {
                 .rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 1,
                 .units = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, fake_unit_free),
-                .isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) isolation_free),
+                .isolation = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, isolation_free_void),
                 .now = 1000 * USEC_PER_SEC,
                 .log = g_string_new(NULL),
         };
