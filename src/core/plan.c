@@ -143,7 +143,11 @@ static bool plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, c
         if (!u->running)
                 return false;
         i = in->isolation ? g_hash_table_lookup(in->isolation, u->name) : NULL;
-        if (!i || i->stops != u->stops || !streq(i->policy, p->name) || i->mode != p->service_thp) {
+        /* One answer per unit and start: one about a stricter mode answers a looser policy too
+         * (THP off satisfies madvise), as thpd-generator isolates a unit of two policies by the
+         * stricter. Asking again for each policy in turn would replace the answer back and forth,
+         * an apply and a GetUnitProcesses call each time, for ever. */
+        if (!i || i->stops != u->stops || p->service_thp < i->mode) {
                 IsolationRequest r = { .policy = p, .unit = u->name, .stops = u->stops };
 
                 g_array_append_val(plan->isolation_checks, r);

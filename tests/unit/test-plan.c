@@ -479,6 +479,39 @@ START_TEST(test_restart_hint_keeps_its_policy) {
 }
 END_TEST
 
+/* A unit of two policies that isolate it: one answer, about the stricter mode, serves both; the
+ * plan must not ask again for the other one, which would replace the answer for ever. */
+START_TEST(test_isolation_two_policies_one_answer) {
+        Policy *never = add_policy("redis.conf", "never");
+        Policy *loose = add_policy("valkey-compat.conf", "madvise");
+        PlanUnit u = { .name = "redis-server.service", .running = true };
+        PlanCandidate c[] = {
+                { .policy = never, .units = &u, .n_units = 1 },
+                { .policy = loose, .units = &u, .n_units = 1 },
+        };
+
+        never->scope = loose->scope = POLICY_SCOPE_AUTO;
+        never->service_thp = never->knobs[KNOB_ENABLED];
+        loose->service_thp = loose->knobs[KNOB_ENABLED];
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 2);
+
+        /* The daemon checked the madvise one last: the never one asks once more... */
+        set_isolation("redis-server.service", loose, 0, ISOLATION_UNVERIFIED);
+        run(c, G_N_ELEMENTS(c));
+        ck_assert_uint_eq(F.plan.isolation_checks->len, 1);
+        ck_assert_ptr_eq(g_array_index(F.plan.isolation_checks, IsolationRequest, 0).policy, never);
+
+        /* ...and its answer serves both from then on. */
+        set_isolation("redis-server.service", never, 0, ISOLATION_ISOLATED);
+        for (int i = 0; i < 3; i++) {
+                run(c, G_N_ELEMENTS(c));
+                ck_assert_uint_eq(F.plan.isolation_checks->len, 0);
+        }
+        ck_assert_ptr_null(restart_hint("redis-server.service"));
+}
+END_TEST
+
 /* Scope=auto next to a global policy that wants always: met per service while its unit is
  * isolated or still being checked; a unit found with THP puts its vote back on the machine. */
 START_TEST(test_auto_isolation_decides_per_service) {
@@ -708,6 +741,7 @@ static Suite *plan_suite(void) {
         tcase_add_test(tc, test_isolation_checks);
         tcase_add_test(tc, test_restart_hint_keeps_its_policy);
         tcase_add_test(tc, test_auto_isolation_decides_per_service);
+        tcase_add_test(tc, test_isolation_two_policies_one_answer);
         tcase_add_test(tc, test_override);
         tcase_add_test(tc, test_mitigation);
         tcase_add_test(tc, test_change_flags);
