@@ -277,3 +277,40 @@ int procfs_parse_cgroup_unit(const char *content, char **ret_unit) {
         }
         return -EBADMSG;
 }
+
+int procfs_parse_mount_read_only(const char *mountinfo, const char *mount_point, bool *ret) {
+        g_auto(GStrv) lines = NULL;
+        int found = -ENOENT;
+        bool read_only = false;
+
+        if (!mountinfo || !mount_point || !ret)
+                return -EINVAL;
+
+        /* "36 35 98:0 /mnt1 /mnt2 ro,noatime master:1 - ext3 /dev/root rw": the fifth field
+         * is where it is mounted, the sixth the options of the mount itself. */
+        lines = g_strsplit(mountinfo, "\n", -1);
+        for (char **l = lines; *l; l++) {
+                g_auto(GStrv) fields = NULL;
+
+                if (**l == '\0')
+                        continue;
+                fields = g_strsplit(*l, " ", 7);
+                if (g_strv_length(fields) < 7)
+                        return -EBADMSG;
+                if (!streq(fields[4], mount_point))
+                        continue;
+                read_only = false;
+                for (const char *o = fields[5]; o && *o;) {
+                        size_t n = strcspn(o, ",");
+
+                        if (n == 2 && strncmp(o, "ro", 2) == 0)
+                                read_only = true;
+                        o += n + (o[n] == ',');
+                }
+                found = 0;
+        }
+        if (found < 0)
+                return found;
+        *ret = read_only;
+        return 0;
+}

@@ -78,3 +78,8 @@ bool procfs_is_kcompactd_comm(const char *comm);
  * "thpd-test-writer.service" below a user manager). -ENOENT when there is none (the root
  * cgroup, a kernel thread), -EBADMSG for content without a v2 line. */
 int procfs_parse_cgroup_unit(const char *content, char **ret_unit);
+
+/* From /proc/PID/mountinfo: whether the mount at mount_point (the last one there, which hides
+ * those below it) is read-only. -ENOENT when nothing is mounted there, -EBADMSG for a line that
+ * is not mountinfo. */
+int procfs_parse_mount_read_only(const char *mountinfo, const char *mount_point, bool *ret);

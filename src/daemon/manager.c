@@ -5,6 +5,7 @@
 #include "manager-pools.h"
 #include "manager-drift.h"
 #include "manager.h"
+#include "procfs-parse.h"
 #include "runtime-file.h"
 #include "sysfs.h"
 #include "unit-record.h"
@@ -643,9 +644,35 @@ static int connect_bus(Manager *m) {
         return 0;
 }
 
+/* systemd 257 and later give a service with PrivateNetwork= a sysfs mount of its own, read-write
+ * even where the system's /sys is read-only (a container that must not change its host's
+ * knobs), and ReadWritePaths= then opens the knob files in it. What the system meant is what
+ * PID 1 sees: if its /sys is read-only while ours is not, thpd writes nothing, as on a read-only
+ * /sys. Only for the real /sys: a --sysfs tree is the caller's to write. */
+static void sysfs_guard_read_only(Manager *m) {
+        g_autofree char *init_path = g_build_filename(m->procfs_root, "1", "mountinfo", NULL);
+        g_autofree char *self_path = g_build_filename(m->procfs_root, "self", "mountinfo", NULL);
+        g_autofree char *init = NULL, *self = NULL;
+        bool init_ro, self_ro;
+
+        if (!streq(m->sysfs_root, "/sys"))
+                return;
+        if (!g_file_get_contents(init_path, &init, NULL, NULL) || !g_file_get_contents(self_path, &self, NULL, NULL))
+                return;
+        if (procfs_parse_mount_read_only(init, "/sys", &init_ro) < 0 ||
+            procfs_parse_mount_read_only(self, "/sys", &self_ro) < 0)
+                return;
+        if (!init_ro || self_ro)
+                return;
+        log_warning("/sys is read-only for the system (PID 1's mount) but not in thpd's sandbox: thpd writes no "
+                    "knob or pool, as on a read-only /sys.");
+        sysfs_refuse_writes();
+}
+
 int manager_start(Manager *m) {
         int r;
 
+        sysfs_guard_read_only(m);
         r = load_settings(m);
         if (r < 0)
                 return r;

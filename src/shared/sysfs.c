@@ -286,6 +286,12 @@ static bool knob_value_is_valid(Knob k, KnobValue v) {
         return knob_word(info, v) != NULL;
 }
 
+static bool writes_refused;
+
+void sysfs_refuse_writes(void) {
+        writes_refused = true;
+}
+
 int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {
         g_autofree char *path = sysfs_knob_path(sysfs_root, k);
         char buf[24], got_buf[24];
@@ -296,6 +302,8 @@ int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v) {
         if (!path || !knob_value_is_valid(k, v))
                 return -EINVAL;
 
+        if (writes_refused)
+                return -EROFS;
         text = knob_value_to_string(k, v, buf);
         r = write_small_file(path, text);
         if (r < 0)
@@ -579,6 +587,8 @@ int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, ui
         if (!path || !ret_pages)
                 return -EINVAL;
 
+        if (writes_refused)
+                return -EROFS;
         snprintf(value, sizeof value, "%" PRIu64, pages);
         r = write_small_file(path, value);
         if (r < 0)

@@ -40,6 +40,11 @@ int knob_files_read(KnobFiles *f, const char *sysfs_root, Knob k, KnobValue *ret
 
 /* Writes the bare word or number, then reads back and returns -EIO if the kernel reports
  * something else. */
+/* From then on every knob and pool write of this process fails with -EROFS, as it would on a
+ * read-only /sys: for a system whose /sys is read-only while the service's own mount of it is
+ * not (see manager.c, sysfs_guard_read_only()). */
+void sysfs_refuse_writes(void);
+
 int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v);
 
 /* Marks which knobs this kernel has (probing files, never the kernel version). */

@@ -410,10 +410,10 @@ class SystemTest(unittest.TestCase):
                          ['/usr/bin/redis-server', '/usr/lib', '/lib', '/usr/bin/thpd-ctl'])
         if base(ENABLED) != 'never':
             self.wait_journal(c, rf'^enabled: {re.escape(base(ENABLED))} -> never '
-                                 r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
+                                 r'\(/usr/share/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
         if base(DEFRAG) != 'never':
             self.wait_journal(c, rf'^defrag: {re.escape(base(DEFRAG))} -> never '
-                                 r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
+                                 r'\(/usr/share/thpd/policy\.d/redis\.conf for redis-server\.service\)$', cursor)
         explain = self.ctl(c, 'explain', 'enabled').stdout
         self.assertIn('enabled = never, from redis.conf for redis-server.service', explain)
         self.assertIn(f'{base(ENABLED)}  baseline', explain)
@@ -601,7 +601,7 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(self.records(c, unit), [['never', str(pool)]],
                          'THP and the pool right before the cluster started')
         self.wait_journal(c, rf'^hugetlb 2M pool: {base(POOL_2M)} -> {pool} pages '
-                             r'\(/usr/lib/thpd/policy\.d/postgresql\.conf for postgresql', cursor)
+                             r'\(/usr/share/thpd/policy\.d/postgresql\.conf for postgresql', cursor)
         # PostgreSQL (huge_pages=try) really maps the pool.
         wait_until(lambda: int(FREE_2M.read_text()) < pool, DEADLINE, 'PostgreSQL to use the pool')
         self.assertEqual(c.unit_state('postgresql.service'), ('active', 'exited'))
@@ -935,7 +935,7 @@ class SystemTest(unittest.TestCase):
         # It names the knob (the file under /sys/kernel/mm/transparent_hugepage/), what it
         # wanted, for whom, and the kernel's answer.
         match = self.wait_journal(c, r'^(/sys/kernel/mm/transparent_hugepage/)?enabled: cannot set never '
-                                     r'\(/usr/lib/thpd/policy\.d/redis\.conf for redis-server\.service\): '
+                                     r'\(/usr/share/thpd/policy\.d/redis\.conf for redis-server\.service\): '
                                      r'Read-only file system$', cursor)
         log(f'read-only /sys, thpd says: {match.group(0)}')
         # It does not retry in a loop: idle like anywhere else.
