@@ -13,7 +13,8 @@
 #
 # THPD_SYSTEM_SUITE=SUITE picks the containers' Debian suite: trixie (Debian 13, the default),
 # bookworm (Debian 12) or sid.
-# THPD_DEB=FILE skips the build and tests that package instead.
+# THPD_DEB=FILE skips the build and tests that package instead; THPD_KEEP_DEBS=DIR keeps the
+# packages built here in DIR, for another run on another suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -61,5 +62,9 @@ if ! (cd "$tmp/thpd" && dpkg-buildpackage -us -uc -b) > "$tmp/build.log" 2>&1; t
 fi
 deb=$(ls "$tmp"/thpd_*.deb)
 echo "built $(basename "$deb") in $((SECONDS - start)) s"
+if [ -n "${THPD_KEEP_DEBS:-}" ]; then
+        mkdir -p "$THPD_KEEP_DEBS"
+        cp "$tmp"/*.deb "$THPD_KEEP_DEBS"/
+fi
 
 THPD_DEB=$deb THPD_SYSTEM_DIR=$work /usr/bin/python3 -B tests/system/test_system.py "$@"

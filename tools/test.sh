@@ -6,7 +6,8 @@
 #                            integration suites (a few minutes; the README's test command)
 #     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
 #                            and real-kernel suites, the system layer (our .deb in booted
-#                            systemd-nspawn containers), the unit, integration and faults suites
+#                            systemd-nspawn containers: Debian 13, then a short sid set for
+#                            MemoryTHP=), the unit, integration and faults suites
 #                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s
 #
 # Each configuration is built once. Run as root: the integration, faults, real-kernel and system
@@ -21,7 +22,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -106,11 +107,31 @@ build() {
 }
 
 # The system layer exits 77 with its reason where it cannot run (not root, no nspawn boot).
+# Debian 13 (the default suite) runs every scenario and keeps the packages it built for the sid
+# set: systemd 260 and later isolate services through MemoryTHP=, which those scenarios check.
 system_layer() {
         local rc=0
-        THPD_SYSTEM_COUNT=$count tools/system-test.sh -v || rc=$?
+        rm -rf build-system/debs
+        THPD_KEEP_DEBS=build-system/debs THPD_SYSTEM_COUNT=$count tools/system-test.sh -v || rc=$?
         if [ "$rc" -eq 77 ]; then
                 echo "system layer skipped (reason above)"
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        return "$rc"
+}
+
+system_sid_layer() {
+        local rc=0 deb
+        deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
+        if [ -z "$deb" ]; then
+                echo "system layer (sid) skipped: the Debian 13 run built no package"
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        THPD_SYSTEM_SUITE=sid THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/system-test.sh -v \
+                SystemTest.test_1_package SystemTest.test_8_service_scope SystemTest.test_10_mixed_host || rc=$?
+        if [ "$rc" -eq 77 ]; then
                 echo "0 0 1" >"$count"
                 return 0
         fi
@@ -169,7 +190,8 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         layer "faults" meson_layer build-test faults --suite faults --num-processes "$jobs" || status=1
         # Alone: these write this machine's /sys and fragment its memory.
         layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
-        layer "system (booted containers)" system_layer || status=1
+        layer "system (booted containers, Debian 13)" system_layer || status=1
+        layer "system (sid: MemoryTHP=)" system_sid_layer || status=1
         # Under the sanitizers, what runs thpd's own code: the C unit tests and the daemon in the
         # integration and faults scenarios. The checks run scripts and documents, and the
         # real-kernel tests run the same daemon code the integration tests do, against /sys.
