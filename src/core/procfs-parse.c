@@ -278,12 +278,22 @@ int procfs_parse_cgroup_unit(const char *content, char **ret_unit) {
         return -EBADMSG;
 }
 
-int procfs_parse_mount_read_only(const char *mountinfo, const char *mount_point, bool *ret) {
-        g_auto(GStrv) lines = NULL;
-        int found = -ENOENT;
-        bool read_only = false;
+/* Whether mount_point is path or one of its parents, component-wise ("/sys" holds
+ * "/sys/kernel", not "/sysfoo"). */
+static bool mount_holds(const char *mount_point, const char *path) {
+        size_t n = strlen(mount_point);
 
-        if (!mountinfo || !mount_point || !ret)
+        if (streq(mount_point, "/"))
+                return path[0] == '/';
+        return strncmp(path, mount_point, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int procfs_parse_path_read_only(const char *mountinfo, const char *path, bool *ret) {
+        g_auto(GStrv) lines = NULL;
+        size_t best = 0;
+        bool found = false, read_only = false;
+
+        if (!mountinfo || !path || !ret)
                 return -EINVAL;
 
         /* "36 35 98:0 /mnt1 /mnt2 ro,noatime master:1 - ext3 /dev/root rw": the fifth field
@@ -291,26 +301,31 @@ int procfs_parse_mount_read_only(const char *mountinfo, const char *mount_point,
         lines = g_strsplit(mountinfo, "\n", -1);
         for (char **l = lines; *l; l++) {
                 g_auto(GStrv) fields = NULL;
+                size_t n;
 
                 if (**l == '\0')
                         continue;
                 fields = g_strsplit(*l, " ", 7);
                 if (g_strv_length(fields) < 7)
                         return -EBADMSG;
-                if (!streq(fields[4], mount_point))
+                if (!mount_holds(fields[4], path))
                         continue;
+                n = strlen(fields[4]);
+                if (found && n < best)
+                        continue;
+                best = n;
+                found = true;
                 read_only = false;
-                for (const char *o = fields[5]; o && *o;) {
-                        size_t n = strcspn(o, ",");
+                for (const char *o = fields[5]; *o;) {
+                        size_t k = strcspn(o, ",");
 
-                        if (n == 2 && strncmp(o, "ro", 2) == 0)
+                        if (k == 2 && strncmp(o, "ro", 2) == 0)
                                 read_only = true;
-                        o += n + (o[n] == ',');
+                        o += k + (o[k] == ',');
                 }
-                found = 0;
         }
-        if (found < 0)
-                return found;
+        if (!found)
+                return -ENOENT;
         *ret = read_only;
         return 0;
 }

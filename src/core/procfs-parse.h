@@ -79,7 +79,7 @@ bool procfs_is_kcompactd_comm(const char *comm);
  * cgroup, a kernel thread), -EBADMSG for content without a v2 line. */
 int procfs_parse_cgroup_unit(const char *content, char **ret_unit);
 
-/* From /proc/PID/mountinfo: whether the mount at mount_point (the last one there, which hides
- * those below it) is read-only. -ENOENT when nothing is mounted there, -EBADMSG for a line that
- * is not mountinfo. */
-int procfs_parse_mount_read_only(const char *mountinfo, const char *mount_point, bool *ret);
+/* From /proc/PID/mountinfo: whether the mount that holds path is read-only: the one with the
+ * longest mount point above it (the last of those, which hides the ones below). -ENOENT when
+ * none is, -EBADMSG for a line that is not mountinfo. */
+int procfs_parse_path_read_only(const char *mountinfo, const char *path, bool *ret);

@@ -644,12 +644,14 @@ static int connect_bus(Manager *m) {
         return 0;
 }
 
-/* systemd 257 and later give a service with PrivateNetwork= a sysfs mount of its own, read-write
- * even where the system's /sys is read-only (a container that must not change its host's
- * knobs), and ReadWritePaths= then opens the knob files in it. What the system meant is what
- * PID 1 sees: if its /sys is read-only while ours is not, thpd writes nothing, as on a read-only
- * /sys. Only for the real /sys: a --sysfs tree is the caller's to write. */
+/* systemd 257 and later give a service with PrivateNetwork= a sysfs mount of its own, and
+ * ReadWritePaths= then binds the knob directory read-write in it even where the system's /sys
+ * is read-only (a container that must not change its host's knobs). What the system meant is
+ * what PID 1 sees: if the knobs are on a read-only mount for it and not for thpd, thpd writes
+ * nothing, as on a read-only /sys. Only for the real /sys: a --sysfs tree is the caller's. */
+
 static void sysfs_guard_read_only(Manager *m) {
+        static const char knobs[] = "/sys/" SYSFS_THP_DIR;
         g_autofree char *init_path = g_build_filename(m->procfs_root, "1", "mountinfo", NULL);
         g_autofree char *self_path = g_build_filename(m->procfs_root, "self", "mountinfo", NULL);
         g_autofree char *init = NULL, *self = NULL;
@@ -659,8 +661,8 @@ static void sysfs_guard_read_only(Manager *m) {
                 return;
         if (!g_file_get_contents(init_path, &init, NULL, NULL) || !g_file_get_contents(self_path, &self, NULL, NULL))
                 return;
-        if (procfs_parse_mount_read_only(init, "/sys", &init_ro) < 0 ||
-            procfs_parse_mount_read_only(self, "/sys", &self_ro) < 0)
+        if (procfs_parse_path_read_only(init, knobs, &init_ro) < 0 ||
+            procfs_parse_path_read_only(self, knobs, &self_ro) < 0)
                 return;
         if (!init_ro || self_ro)
                 return;

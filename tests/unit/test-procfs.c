@@ -391,25 +391,34 @@ START_TEST(test_cgroup_unit) {
 }
 END_TEST
 
-/* The last mount at a point hides the ones below it; "ro" is a whole option, not a prefix. */
-START_TEST(test_mount_read_only) {
+/* The mount holding a path is the deepest above it, and the last of those; "ro" is a whole
+ * option. The case that matters: a service whose /sys is read-only but whose knob directory is a
+ * read-write bind (ReadWritePaths=) on top. */
+START_TEST(test_path_read_only) {
         static const char mountinfo[] =
                 "22 1 0:21 / / rw,relatime - ext4 /dev/vda1 rw\n"
                 "23 22 0:22 / /sys rw,nosuid,nodev - sysfs sysfs rw\n"
                 "24 22 0:23 / /proc rw - proc proc rw\n"
                 "25 23 0:22 / /sys ro,nosuid,nodev,noexec - sysfs sysfs rw\n"
-                "26 22 0:24 / /root rw,relatime,rootcontext=x - tmpfs tmpfs rw\n";
+                "26 25 0:22 /kernel/mm/transparent_hugepage /sys/kernel/mm/transparent_hugepage rw,nosuid - sysfs sysfs rw\n"
+                "27 22 0:24 / /sysroot rw,relatime,rootcontext=x - tmpfs tmpfs rw\n";
         bool ro;
 
-        ck_assert_int_eq(procfs_parse_mount_read_only(mountinfo, "/sys", &ro), 0);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/sys/kernel/mm/transparent_hugepage", &ro), 0);
+        ck_assert(!ro);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/sys/kernel/mm/transparent_hugepage/enabled", &ro), 0);
+        ck_assert(!ro);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/sys/kernel/mm/hugepages", &ro), 0);
         ck_assert(ro);
-        ck_assert_int_eq(procfs_parse_mount_read_only(mountinfo, "/proc", &ro), 0);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/sys", &ro), 0);
+        ck_assert(ro);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/sysroot/x", &ro), 0);
         ck_assert(!ro);
-        ck_assert_int_eq(procfs_parse_mount_read_only(mountinfo, "/root", &ro), 0);
+        ck_assert_int_eq(procfs_parse_path_read_only(mountinfo, "/srv", &ro), 0);
         ck_assert(!ro);
-        ck_assert_int_eq(procfs_parse_mount_read_only(mountinfo, "/srv", &ro), -ENOENT);
-        ck_assert_int_eq(procfs_parse_mount_read_only("garbage\n", "/sys", &ro), -EBADMSG);
-        ck_assert_int_eq(procfs_parse_mount_read_only(NULL, "/sys", &ro), -EINVAL);
+        ck_assert_int_eq(procfs_parse_path_read_only("", "/srv", &ro), -ENOENT);
+        ck_assert_int_eq(procfs_parse_path_read_only("garbage\n", "/sys", &ro), -EBADMSG);
+        ck_assert_int_eq(procfs_parse_path_read_only(NULL, "/sys", &ro), -EINVAL);
 }
 END_TEST
 
@@ -426,7 +435,7 @@ int main(void) {
         tcase_add_test(tc, test_real_proc);
         tcase_add_test(tc, test_thp_status);
         tcase_add_test(tc, test_cgroup_unit);
-        tcase_add_test(tc, test_mount_read_only);
+        tcase_add_test(tc, test_path_read_only);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
