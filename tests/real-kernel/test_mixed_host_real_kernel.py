@@ -16,10 +16,9 @@ import unittest
 from pathlib import Path
 
 import thpdtest
-from thpdtest import ThpdTestCase, wait_until
+from thpdtest import wait_until
 
-from test_real_kernel import SOURCE_ROOT, THP, RealKernel, current_word, real_kernel_unavailable_reason, restore, \
-    snapshot
+from test_real_kernel import SOURCE_ROOT, THP, RealKernel, RealKernelTestCase, current_word, restore, snapshot
 
 HOLD = SOURCE_ROOT / 'tests' / 'integration' / 'thp_hold.py'
 MONGOD = 'mongod.service'
@@ -41,13 +40,10 @@ def thp_enabled(pid):
     raise AssertionError(f'no THP_enabled: in /proc/{pid}/status')
 
 
-class RealKernelMixedHostTest(ThpdTestCase):
+class RealKernelMixedHostTest(RealKernelTestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = real_kernel_unavailable_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
         for name in ('THPD_GENERATOR_BIN', 'THPD_EXEC_BIN'):
             if not os.access(os.environ.get(name, ''), os.X_OK):
                 raise unittest.SkipTest(f'{name} does not name the executable')

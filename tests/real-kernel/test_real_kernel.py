@@ -82,7 +82,8 @@ class RealKernel:
         return current_word(THP / name)
 
 
-class RealKernelRedisTest(ThpdTestCase):
+class RealKernelTestCase(ThpdTestCase):
+    """Skipped, with the reason, where the real knobs cannot be written."""
 
     @classmethod
     def setUpClass(cls):
@@ -90,6 +91,9 @@ class RealKernelRedisTest(ThpdTestCase):
         if reason:
             raise unittest.SkipTest(reason)
         super().setUpClass()
+
+
+class RealKernelRedisTest(RealKernelTestCase):
 
     def setUp(self):
         super().setUp()
