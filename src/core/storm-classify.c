@@ -307,6 +307,13 @@ static double ratio(uint64_t part, uint64_t whole) {
         return whole > 0 ? (double) part / (double) whole : 0.0;
 }
 
+/* khugepaged is one thread: it cannot use more than one CPU. Its CPU time and the window are read
+ * at two slightly different instants (and the CPU time in 10 ms ticks), so a busy window can
+ * come out a little above 100 %, which is the sampling, not the thread. */
+static double one_thread_percent(uint64_t cpu_usec, uint64_t covered_usec) {
+        return MIN(100.0, 100.0 * ratio(cpu_usec, covered_usec));
+}
+
 static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
         double secs = (double) d->duration_usec / (double) STORM_USEC_PER_SEC;
         const VmStat *v = &d->vmstat;
@@ -323,7 +330,7 @@ static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
                 .thp_collapse_failed_per_sec = (double) v->thp_collapse_alloc_failed / secs,
                 .allocstalls_per_sec = (double) v->allocstall / secs,
                 .compact_daemon_wakes_per_sec = (double) v->compact_daemon_wake / secs,
-                .khugepaged_cpu_percent = 100.0 * ratio(d->khugepaged_cpu_usec, d->khugepaged_covered_usec),
+                .khugepaged_cpu_percent = one_thread_percent(d->khugepaged_cpu_usec, d->khugepaged_covered_usec),
                 .kcompactd_cpu_percent = 100.0 * ratio(d->kcompactd_cpu_usec, d->kcompactd_covered_usec),
                 .has_psi_memory = d->psi_memory_covered_usec > 0,
                 .has_psi_cpu = d->psi_cpu_covered_usec > 0,

@@ -546,10 +546,19 @@ START_TEST(test_kthread_storms) {
         ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 0);
         ck_assert_uint_eq(t.detected[STORM_KIND_KCOMPACTD], 0);
         ck_assert_double_gt(st.kinds[STORM_KIND_KHUGEPAGED].trip.khugepaged_cpu_percent, cfg.kthread_cpu_percent);
+        ck_assert_double_le(st.kinds[STORM_KIND_KHUGEPAGED].trip.khugepaged_cpu_percent, 100);
         /* defrag alone does not reach khugepaged: its storms start at the khugepaged step. */
         ck_assert_uint_eq(t.n_levels, 1);
         ck_assert_uint_eq(t.levels[0], storm_kind_mitigation_start(STORM_KIND_KHUGEPAGED));
         ck_assert_uint_eq(t.level_at[0], t.detected_at[STORM_KIND_KHUGEPAGED]);
+
+        /* Read at slightly different instants, the CPU time of one thread can exceed the
+         * window it is divided by: one thread is never more than one CPU. */
+        storm_state_init(&st);
+        trace_init(&t);
+        gen_run(&cfg, &st, &s, 10, &(Load) { .psi_percent = 12, .khugepaged_percent = 130 }, &t);
+        ck_assert_uint_eq(t.detected[STORM_KIND_KHUGEPAGED], 1);
+        ck_assert_double_eq(st.latest.khugepaged_cpu_percent, 100);
 
         storm_state_init(&st);
         trace_init(&t);
