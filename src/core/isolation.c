@@ -28,6 +28,10 @@ Isolation *isolation_free(Isolation *i) {
         return NULL;
 }
 
+void isolation_free_void(void *p) {
+        isolation_free(p);
+}
+
 char *isolation_describe_via(const Isolation *i) {
         switch (i->via) {
         case SCOPE_VIA_MEMORY_THP:

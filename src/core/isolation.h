@@ -34,5 +34,7 @@ typedef struct Isolation {
 
 const char *isolation_state_to_string(IsolationState s);
 Isolation *isolation_free(Isolation *i);
+/* For the tables of isolation answers (GDestroyNotify). */
+void isolation_free_void(void *p);
 /* "MemoryTHP=disable", "thpd-exec" or "no drop-in": how its processes get their setting. */
 char *isolation_describe_via(const Isolation *i);

@@ -25,10 +25,6 @@ static void policy_file_free_void(gpointer p) {
         policy_file_free(p);
 }
 
-static void isolation_free_void(gpointer p) {
-        isolation_free(p);
-}
-
 static void unset_knobs(KnobValue *values) {
         FOREACH_KNOB(k)
                 values[k] = KNOB_VALUE_UNSET;

@@ -30,10 +30,6 @@
 #define POOL_GRACE (25 * USEC_PER_SEC)
 
 /* Overlapping names and globs: plain names, template instances, a '?' and '[' glob. */
-static void isolation_free_void(gpointer p) {
-        isolation_free(p);
-}
-
 static const char *const unit_names[] = {
         "a1.service", "a2.service", "ab.service", "b@x.service", "b@y.service",
         "c.service",  "cd.service", "z.service",  "db@15.service",
