@@ -309,6 +309,10 @@ class SystemTest(unittest.TestCase):
                    if re.match(rf'({"|".join(knobs)}): never -> ', line)]
         self.assertEqual(changes, [], 'thpd loosened a knob while Redis ran; its journal:\n' + journal)
 
+    def manager_has_memory_thp(self, c):
+        """Whether the container's systemd knows MemoryTHP=, asked as thpd-generator asks."""
+        return 'MemoryTHP=' in c.run('/lib/systemd/systemd', '--dump-configuration-items').stdout
+
     def thpd_pid(self, c):
         return c.main_pid('thpd.service')
 
@@ -408,7 +412,7 @@ class SystemTest(unittest.TestCase):
                          [('/usr/bin/thpd-ctl', 'exited', '0'), ('/bin/sh', 'exited', '0')], pre)
         # The await drop-in adds thpd-ctl to Debian's NoExecPaths= sandbox; where the manager has
         # no MemoryTHP=, the generator's Scope=auto drop-in adds thpd-exec.
-        helper = 'MemoryTHP=' not in c.run('/lib/systemd/systemd', '--dump-configuration-items').stdout
+        helper = not self.manager_has_memory_thp(c)
         self.assertEqual(c.unit_property('redis-server.service', 'ExecPaths').split(),
                          ['/usr/bin/redis-server', '/usr/lib', '/lib', '/usr/bin/thpd-ctl']
                          + (['/usr/lib/thpd/thpd-exec'] if helper else []))
@@ -1012,7 +1016,7 @@ class SystemTest(unittest.TestCase):
         # redis-server's postinst reloads systemd before it starts Redis: the generator sees it.
         self.apt_install(c, 'redis-server')
         dropin = c.read('/run/systemd/generator/redis-server.service.d/zz-thpd-scope.conf')
-        if 'MemoryTHP=' in c.run('/lib/systemd/systemd', '--dump-configuration-items').stdout:
+        if self.manager_has_memory_thp(c):
             self.assertIn('\nMemoryTHP=disable\n', dropin)
             self.assertNotIn('ExecStart', dropin)
         else:
@@ -1538,7 +1542,7 @@ class SystemTest(unittest.TestCase):
         elsewhere. Redis is told not to opt out itself (disable-thp no)."""
         c = self.boot()
         self.install_thpd(c)
-        memory_thp = 'MemoryTHP=' in c.run('/lib/systemd/systemd', '--dump-configuration-items').stdout
+        memory_thp = self.manager_has_memory_thp(c)
         c.write('/lib/systemd/system/mongod.service', self.MONGOD_STANDIN)
         c.run('ln', '-s', '/usr/share/thpd/policy-vendor/mongodb-8.conf', '/usr/lib/thpd/policy.d/mongodb.conf')
         c.run('systemctl', 'daemon-reload')
