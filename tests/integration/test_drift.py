@@ -399,7 +399,12 @@ class DriftTest(ThpdTestCase):
 
         # Switched again and again: after MaxRestores= (3) restores a conflict, which TuneD's
         # next announcement names as its.
-        for _ in range(3):
+        for i in range(3):
+            # After thpd's restore is verified, not when its value first shows: a scratch file
+            # is truncated and rewritten, and a switch in between would leave thpd's read-back
+            # an empty file, which no sysfs store shows.
+            wait_until(lambda: self.count(daemon, r'enabled: always -> madvise') == 2 + i, DEADLINE,
+                       lambda: f'restore {i + 1} of TuneD\'s switches verified')
             self.wait_knobs(enabled='madvise')
             tuned.stdin.write('always hpc-compute\n')
             self.assertEqual(tuned.stdout.readline().strip(), 'switched')
