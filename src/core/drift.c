@@ -68,7 +68,7 @@ const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftC
                             uint64_t *ret_job_age_usec) {
         const DriftJob *ended = cause->ended;
 
-        if (cause->process_known && cause->process_unit) {
+        if (cause->process_known && (cause->process_unit || cause->process_outside_units)) {
                 *ret_credit = DRIFT_CREDIT_PROCESS;
                 *ret_job_age_usec = 0;
                 return cause->process_unit;

@@ -47,6 +47,7 @@ typedef struct DriftCause {
         uint64_t write_usec;     /* CLOCK_MONOTONIC, when the write was seen; 0: only found later */
         bool process_known;      /* fanotify named the writing process */
         const char *process_unit;/* ... and the unit it runs in, or NULL */
+        bool process_outside_units;/* ... its cgroup read: it runs in no unit (a shell outside logind) */
 } DriftCause;
 
 /* How a writer was named, best first. */
@@ -105,8 +106,9 @@ void drift_state_done(DriftState *s);
 void drift_reset(DriftState *s);
 
 /* The unit to credit with a change found at found_usec (CLOCK_MONOTONIC), or NULL (unknown
- * writer). The writing process, where fanotify named it with its unit, is a fact and goes first;
- * one named without a unit (outside any, or already exited) comes after the jobs. A job still
+ * writer). The writing process, where fanotify named it with its unit or found it outside any,
+ * is a fact and goes first; one whose cgroup could not be read (already exited) comes after the
+ * jobs. A job still
  * running when the change is found wrote it likely; a job that ended
  * after the write was seen was running when it came. A change only found later (at a job end
  * or a status call) goes to a job that ended at most DRIFT_ATTRIBUTION_USEC before. Sets

@@ -193,6 +193,7 @@ struct DriftWatch {
         sd_bus_slot *tuned_slot;
         WriterWatch *writers;     /* NULL without CAP_SYS_ADMIN */
         bool process_known;       /* fanotify named a writer since the last change judged */
+        bool process_outside_units; /* ... and found it in no unit */
         uint64_t process_usec;    /* CLOCK_MONOTONIC, when */
         char *process_unit, *process_text;
 };
@@ -313,6 +314,7 @@ static void arm_watches(Manager *m);
 
 static void clear_process(DriftWatch *w) {
         w->process_known = false;
+        w->process_outside_units = false;
         g_clear_pointer(&w->process_unit, g_free);
         g_clear_pointer(&w->process_text, g_free);
 }
@@ -332,6 +334,7 @@ static void judge(Manager *m, bool everything, bool act) {
                 .write_usec = w->write_usec,
                 .process_known = w->process_known,
                 .process_unit = w->process_unit,
+                .process_outside_units = w->process_outside_units,
         };
         uint64_t since = w->write_usec;
         Look l = { .events = events, .written_realtime = w->write_realtime_usec };
@@ -359,6 +362,7 @@ static void judge(Manager *m, bool everything, bool act) {
                 clear_process(w);
         cause.process_known = w->process_known;
         cause.process_unit = w->process_unit;
+        cause.process_outside_units = w->process_outside_units;
         l.writer = drift_attribute(&cause, l.now, &l.credit, &l.job_age);
         l.detail = l.credit == DRIFT_CREDIT_PROCESS ? w->process_text : NULL;
         if (since == 0)
@@ -556,6 +560,7 @@ static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
         Manager *m = userdata;
         DriftWatch *w = m->drift_watch;
         g_autofree char *unit = NULL, *text = NULL;
+        bool cgroup_read;
         WatchedItem *item = NULL;
         int r;
 
@@ -576,7 +581,7 @@ static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
         }
         (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
 
-        r = writer_describe(pid, &unit, &text);
+        r = writer_describe(pid, &unit, &cgroup_read, &text);
         if (r < 0) {
                 log_debug_errno(r, "Cannot name pid %d, which wrote %s: %m", (int) pid,
                                 item->is_pool ? "a pool" : knob_name(item->knob));
@@ -587,6 +592,7 @@ static void on_writer_seen(dev_t dev, ino_t ino, pid_t pid, void *userdata) {
         w->process_unit = g_steal_pointer(&unit);
         w->process_text = g_steal_pointer(&text);
         w->process_known = true;
+        w->process_outside_units = cgroup_read && !w->process_unit;
         w->process_usec = now_usec(CLOCK_MONOTONIC);
 }
 

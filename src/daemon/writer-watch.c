@@ -97,7 +97,7 @@ static char *user_name(uid_t uid) {
 }
 
 /* The writer's pid is the kernel's, whatever --procfs says: always the real /proc. */
-int writer_describe(pid_t pid, char **ret_unit, char **ret_text) {
+int writer_describe(pid_t pid, char **ret_unit, bool *ret_cgroup_read, char **ret_text) {
         g_autofree char *dir = g_strdup_printf("/proc/%d", (int) pid);
         g_autofree char *stat_path = g_build_filename(dir, "stat", NULL);
         g_autofree char *cgroup_path = g_build_filename(dir, "cgroup", NULL);
@@ -105,6 +105,7 @@ int writer_describe(pid_t pid, char **ret_unit, char **ret_text) {
         g_autofree char *unit = NULL, *user = NULL;
         ProcStat ps;
         struct stat st;
+        bool cgroup_read = false;
         int r;
 
         if (stat(dir, &st) < 0)
@@ -115,10 +116,13 @@ int writer_describe(pid_t pid, char **ret_unit, char **ret_text) {
         r = procfs_parse_pid_stat(stat_text, &ps);
         if (r < 0)
                 return r;
-        if (read_small_file(cgroup_path, &cgroup) >= 0)
-                (void) procfs_parse_cgroup_unit(cgroup, &unit);
+        if (read_small_file(cgroup_path, &cgroup) >= 0) {
+                r = procfs_parse_cgroup_unit(cgroup, &unit);
+                cgroup_read = r >= 0 || r == -ENOENT;
+        }
         user = user_name(st.st_uid);
         *ret_text = drift_describe_process(unit, user, ps.comm, (int) pid);
         *ret_unit = g_steal_pointer(&unit);
+        *ret_cgroup_read = cgroup_read;
         return 0;
 }

@@ -21,6 +21,7 @@ int writer_watch_add(WriterWatch *w, const char *path);
  * same write is queued, and a look queued meanwhile runs without polling again. */
 void writer_watch_flush(WriterWatch *w);
 
-/* The unit pid runs in (NULL: none) and how to name it ("root in session 4: bash, pid 1234"),
+/* The unit pid runs in (NULL: none, or its cgroup unreadable), whether its cgroup was read (then
+ * NULL means it runs outside any unit), and how to name it ("root in session 4: bash, pid 1234"),
  * read from /proc now: a writer that already exited gives -ESRCH or -ENOENT. */
-int writer_describe(pid_t pid, char **ret_unit, char **ret_text);
+int writer_describe(pid_t pid, char **ret_unit, bool *ret_cgroup_read, char **ret_text);

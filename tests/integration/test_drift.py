@@ -429,6 +429,26 @@ class DriftTest(ThpdTestCase):
         self.assertRegex(match.group(1), rf'\bsh, pid {writer.pid}\b')
         self.wait_knobs(enabled='madvise')
 
+        # A unit's job runs meanwhile (a oneshot that never finishes): the process fanotify found
+        # in no unit is still the writer, not that job (stop 39's CI: a Redis start job that
+        # ended as a root shell wrote got the credit).
+        self.stack.units.add('thpd-test-busy.service')
+        self.stack.run('systemd-run', '--user', '--quiet', '--collect', '--no-block', '--unit=thpd-test-busy',
+                       '--property=Type=oneshot', '--', 'sleep', 'infinity')
+        wait_until(lambda: self.stack.run('systemctl', '--user', 'is-active', 'thpd-test-busy.service',
+                                          check=False).stdout.strip() == 'activating',
+                   DEADLINE, 'thpd-test-busy.service activating')
+        self.ctl('show', '-p', 'Version')
+        busy_writer = subprocess.Popen(['/bin/sh', '-c', f'echo never > {self.kernel.knob_path("enabled")}; read x'],
+                                       stdin=subprocess.PIPE)
+        self.addCleanup(busy_writer.wait)
+        self.addCleanup(busy_writer.stdin.close)
+        match = daemon.wait_log(rf'enabled: found never instead of madvise, (.*sh, pid {busy_writer.pid}\b.*|'
+                                r'likely written by thpd-test-busy\.service.*); restoring madvise')
+        self.assertRegex(match.group(1), rf'^written by sh, pid {busy_writer.pid}$')
+        self.wait_knobs(enabled='madvise')
+        self.stop_unit('thpd-test-busy.service')
+
         # The shell outlives its write: one that exits at once may be gone, or leaving its
         # cgroup, before thpd reads /proc (then its running job names it, as without fanotify).
         self.start_unit('thpd-test-writer.service', '/bin/sh', '-c',

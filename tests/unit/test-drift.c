@@ -71,13 +71,26 @@ START_TEST(test_attribution_at_the_write) {
                                .process_unit = "session-4.scope" };
         ck_assert_str_eq(drift_attribute(&process, T0 + 1, &credit, &age), "session-4.scope");
         ck_assert_int_eq(credit, DRIFT_CREDIT_PROCESS);
-        /* Named without a unit: a running job knows better; without one, the process. */
+        /* Found in no unit (a root shell outside logind): still the fact, before any job, even
+         * one that ended after the write came. */
         process.process_unit = NULL;
+        process.process_outside_units = true;
+        process.ended = &ended;
+        ended.usec = T0 + 1;
+        ck_assert_ptr_null(drift_attribute(&process, T0 + 1, &credit, &age));
+        ck_assert_int_eq(credit, DRIFT_CREDIT_PROCESS);
+        /* Its cgroup unread (it exited): a running job knows better, then one that ended after
+         * the write; without either, the process. */
+        process.process_outside_units = false;
         ck_assert_str_eq(drift_attribute(&process, T0 + 1, &credit, &age), "backup.service");
         ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_RUNNING);
         process.running = NULL;
+        ck_assert_str_eq(drift_attribute(&process, T0 + 1, &credit, &age), "app.service");
+        ck_assert_int_eq(credit, DRIFT_CREDIT_JOB_ENDED);
+        process.ended = NULL;
         ck_assert_ptr_null(drift_attribute(&process, T0 + 1, &credit, &age));
         ck_assert_int_eq(credit, DRIFT_CREDIT_PROCESS);
+        ended.usec = T0;
         ck_assert_ptr_null(attribute(NULL, &ended, T0 + 1, T0 + 2, &credit, &age));
         ck_assert_int_eq(credit, DRIFT_CREDIT_NONE);
 }
