@@ -14,6 +14,11 @@ few milliseconds after one of them, mid-apply as often as not:
   Enabled=never + Defrag=never, Enabled=madvise + PagesToScan=2048, and a 16-page pool, which
   grows at the start and shrinks after PoolGracePeriod=;
 - an override (defrag=defer for 1 s);
+- a direct-compaction storm begins or ends, which thpd mitigates ([Storm] Action=mitigate:
+  defrag=defer while it lasts and a second after). The storm's counters come from a scratch
+  procfs (thpdtest.storm.FakeKernel, as in test_storm.py), the only part of the kernel here that
+  is not real: a real storm takes a minute to build (test_storm_real_kernel.py), and the point is
+  a kill while the mitigation's vote is applied or withdrawn, which the real knobs take;
 - the admin writes a free knob (khugepaged/alloc_sleep_millisecs), or sizes the pool while no
   policy holds it; the admin's value is the new truth once thpd took it as its baseline (it
   says so in /run/thpd/baseline), which the round waits for before it goes on.
@@ -27,6 +32,7 @@ Run as root:
 
 import os
 import random
+import re
 import sys
 import time
 import unittest
@@ -35,6 +41,7 @@ from pathlib import Path
 import thpdtest
 from test_real_kernel import POOL_2M, THP, current_word, real_kernel_unavailable_reason, restore, snapshot
 from thpdtest import ThpdTestCase, wait_until
+from thpdtest.storm import CALM, COMPACTION_STORM, FakeKernel
 
 UNITS = {
     'crash-a.service': '[TransparentHugePages]\nEnabled=never\nDefrag=never\n',
@@ -45,11 +52,23 @@ KNOBS = ('enabled', 'defrag', 'khugepaged/pages_to_scan', 'khugepaged/alloc_slee
 FREE_KNOB = 'khugepaged/alloc_sleep_millisecs'
 
 
+# Fast storm settings, as test_storm.py's: a storm after two hot windows of 500 ms, cleared
+# after two calm ones. No escalation: its khugepaged sleeps would hold the admin's free knob.
+STORM_CONFIG = ('[Storm]\nAction=mitigate\nWindow=500ms\nStormAfter=1s\nCoolAfter=1s\nHoldDown=1s\n'
+                'EscalateAfter=1h\nSampleInterval=100ms\nIdlePollInterval=200ms\n')
+
+
 class RealKernel:
-    """The harness' kernel interface on the real sysfs, with the pool."""
+    """The harness' kernel interface on the real sysfs, with the pool; procfs is the storm's
+    scratch tree."""
 
     sysfs = Path('/sys')
-    procfs = Path('/proc')
+
+    def __init__(self, procfs):
+        self.procfs = procfs
+        (procfs / 'sys' / 'vm').mkdir(parents=True)
+        # Growing the pool may ask for compaction: a file thpd can write, not the real one.
+        (procfs / 'sys' / 'vm' / 'compact_memory').write_text('')
 
     def knob_path(self, name):
         return THP / name
@@ -81,13 +100,15 @@ class CrashTest(ThpdTestCase):
             self.skipTest('THPD_CTL_BIN does not name thpd-ctl')
         self.before = snapshot()
         self.addCleanup(restore, self.before)
-        self.kernel = RealKernel()
+        self.kernel = RealKernel(self.tmp / 'proc')
+        self.storm = FakeKernel(self.kernel.procfs).start()
+        self.addCleanup(self.storm.stop)
         # A starting point the policies move: enabled=always, defrag=madvise.
         (THP / 'enabled').write_text('always')
         (THP / 'defrag').write_text('madvise')
         for unit, body in UNITS.items():
             self.write_policy(unit.split('.')[0] + '.conf', f'[Policy]\nUnits={unit}\n{body}')
-        self.write_config('PoolGracePeriod=200ms\n')
+        self.write_config(f'PoolGracePeriod=200ms\n{STORM_CONFIG}')
 
     def ctl(self, *args):
         return self.stack.run(os.environ['THPD_CTL_BIN'], '--user', *args, check=False)
@@ -120,6 +141,26 @@ class CrashTest(ThpdTestCase):
         truth['pool'] = pages
         return True
 
+    @staticmethod
+    def mitigation_level(daemon):
+        levels = re.findall(r'^Storm mitigation now at level (\d+)\.$', daemon.log(), re.M)
+        return int(levels[-1]) if levels else 0
+
+    def storm_turns(self, daemon, storming):
+        """The storm begins (or ends); returns once this daemon logged its mitigation (or the
+        end of it), when the vote's apply is under way: the kill comes a few ms later. A daemon
+        started during a storm may be killed before it saw enough of it to mitigate, or
+        mitigate only after the storm ended. Returns whether a mitigation began."""
+        was = self.mitigation_level(daemon)
+        self.storm.set_shape(COMPACTION_STORM if storming else CALM)
+        if storming:
+            wait_until(lambda: self.mitigation_level(daemon) >= 1, 20,
+                       'thpd to log "Storm mitigation now at level 1."')
+        else:
+            wait_until(lambda: self.mitigation_level(daemon) == 0, 20,
+                       'thpd to log "Storm mitigation now at level 0."')
+        return storming and was == 0
+
     def test_sigkill_at_random_moments(self):
         kills = int(os.environ.get('THPD_CRASH_KILLS', '60'))
         seed = int(os.environ.get('THPD_CRASH_SEED', str(time.time_ns() % 1_000_000)))
@@ -127,7 +168,8 @@ class CrashTest(ThpdTestCase):
         print(f'\ncrash suite: seed {seed}, {kills} kills', file=sys.stderr)
         truth = self.truth_now()
         running = set()
-        actions = {'start': 0, 'stop': 0, 'override': 0, 'admin': 0}
+        actions = {'start': 0, 'stop': 0, 'override': 0, 'storm': 0, 'admin': 0}
+        storming = False
 
         for round_ in range(kills):
             daemon = self.start_thpd()
@@ -145,16 +187,21 @@ class CrashTest(ThpdTestCase):
                                        '--', 'sleep', 'infinity')
                         running.add(unit)
                         actions['start'] += 1
-                elif what < 0.75:
+                elif what < 0.7:
                     self.ctl('override', 'defrag=defer', '--for=1s')
                     actions['override'] += 1
+                elif what < 0.8:
+                    storming = not storming
+                    actions['storm'] += self.storm_turns(daemon, storming)
                 else:
                     actions['admin'] += self.admin_writes(rng, truth, running)
                 time.sleep(rng.random() * 0.02)
             time.sleep(rng.random() * 0.05)
             daemon.kill()
 
-        # The last instance sees every unit stop and the pool's grace pass; SIGTERM restores.
+        # The last instance sees every unit stop, the storm clear and the pool's grace pass;
+        # SIGTERM restores.
+        self.storm.set_shape(CALM)
         daemon = self.start_thpd()
         self.stack.stop_all_units()
         wait_until(lambda: self.kernel.read_pool() == truth['pool'], 10,
