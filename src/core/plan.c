@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "plan.h"
+#include "unit-record.h"
 #include "util.h"
 
 static void policy_runtime_free(gpointer p) {
@@ -20,6 +21,7 @@ void plan_state_init(PlanState *s) {
                 .needs_restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
                 .seen_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
                 .seen_sorted = g_ptr_array_new(),
+                .record_journal = g_string_new(NULL),
         };
 }
 
@@ -63,6 +65,8 @@ void plan_state_done(PlanState *s) {
         g_clear_pointer(&s->needs_restart, g_hash_table_destroy);
         g_clear_pointer(&s->seen_sorted, g_ptr_array_unref);
         g_clear_pointer(&s->seen_wanted, g_hash_table_destroy);
+        if (s->record_journal)
+                g_string_free(g_steal_pointer(&s->record_journal), TRUE);
 }
 
 static bool have_policy(GPtrArray *policies, const char *name) {
@@ -112,12 +116,15 @@ static void hint_set(PlanState *s, Plan *plan, const char *unit, const char *pol
         if (g_hash_table_contains(s->needs_restart, unit))
                 return;
         g_hash_table_insert(s->needs_restart, g_strdup(unit), g_strdup(policy));
+        unit_record_append_change(s->record_journal, UNIT_RECORD_RESTART, unit, policy);
         plan->restart_hints_changed = true;
 }
 
 static void hint_clear(PlanState *s, Plan *plan, const char *unit) {
-        if (g_hash_table_remove(s->needs_restart, unit))
-                plan->restart_hints_changed = true;
+        if (!g_hash_table_remove(s->needs_restart, unit))
+                return;
+        unit_record_append_change(s->record_journal, UNIT_RECORD_UNHINT, unit, NULL);
+        plan->restart_hints_changed = true;
 }
 
 /* Replaces the runtime's sorted unit list by "units" (borrowed names, sorted) if it differs. */
@@ -261,6 +268,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
 
                         g_hash_table_insert(s->seen_wanted, key, stops);
                         seen_sorted_add(s, key);
+                        unit_record_append_change(s->record_journal, UNIT_RECORD_STARTED, key, NULL);
                         plan->wanted_units_changed = true;
                 }
         }
@@ -269,6 +277,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 for (size_t i = 0; i < in->n_released; i++)
                         if (g_hash_table_contains(s->seen_wanted, in->released[i])) {
                                 seen_sorted_remove(s, in->released[i]);
+                                unit_record_append_change(s->record_journal, UNIT_RECORD_GONE, in->released[i], NULL);
                                 g_hash_table_remove(s->seen_wanted, in->released[i]);
                                 plan->wanted_units_changed = true;
                         }
@@ -279,6 +288,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                         if (!g_hash_table_contains(plan->wanted, name)) {
                                 seen_sorted_remove(s, name);
+                                unit_record_append_change(s->record_journal, UNIT_RECORD_GONE, name, NULL);
                                 g_hash_table_iter_remove(&iter);
                                 plan->wanted_units_changed = true;
                         }
@@ -288,6 +298,9 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         g_hash_table_iter_init(&iter, s->needs_restart);
         while (g_hash_table_iter_next(&iter, (gpointer *) &name, NULL))
                 if (!g_hash_table_contains(s->seen_wanted, name)) {
+                        /* A hint given this apply to a unit it did not count in (a second
+                         * "gone" line for one that left is harmless). */
+                        unit_record_append_change(s->record_journal, UNIT_RECORD_GONE, name, NULL);
                         g_hash_table_iter_remove(&iter);
                         plan->restart_hints_changed = true;
                 }

@@ -33,6 +33,10 @@ typedef struct PlanState {
         /* Its names (the table's keys), sorted: the unit record is written at every start a
          * policy matches, and sorting every running unit's name each time was most of it. */
         GPtrArray *seen_sorted;
+        /* The unit record's lines for what changed in seen_wanted and needs_restart since the
+         * daemon last took them (unit-record.h): appended to the record rather than rewriting it
+         * at every start. */
+        GString *record_journal;
         bool forgot_active;         /* a reload dropped an active policy since the last plan */
         unsigned n_active;          /* live policies active (not only holding a pool) */
 } PlanState;

@@ -9,26 +9,70 @@ static bool valid_word(const char *s) {
 }
 
 int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart) {
+        g_autoptr(GHashTable) wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) hints = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         g_auto(GStrv) lines = NULL;
+        GHashTableIter iter;
+        gpointer unit, policy;
+        size_t n;
 
         if (!g_str_has_prefix(text, UNIT_RECORD_HEADER))
                 return -EBADMSG;
         lines = g_strsplit(text + strlen(UNIT_RECORD_HEADER), "\n", -1);
-        for (size_t i = 0; lines[i]; i++) {
+        /* After the last newline: "" for a whole record, or a line whose write was cut short
+         * (g_strsplit() gives no string at all for an empty record). */
+        n = g_strv_length(lines);
+        if (n > 0)
+                n--;
+        for (size_t i = 0; i < n; i++) {
                 g_auto(GStrv) words = NULL;
+                guint n_words;
 
                 if (lines[i][0] == '\0')
                         continue;
                 words = g_strsplit(lines[i], " ", -1);
-                if (streq(words[0], "started") && g_strv_length(words) == 2 && valid_word(words[1]))
-                        g_hash_table_add(started, g_strdup(words[1]));
-                else if (streq(words[0], "restart") && g_strv_length(words) == 3 && valid_word(words[1]) &&
-                         valid_word(words[2]))
-                        g_hash_table_insert(needs_restart, g_strdup(words[1]), g_strdup(words[2]));
-                else
+                n_words = g_strv_length(words);
+                if (n_words < 2 || !valid_word(words[1]))
+                        return -EBADMSG;
+                if (streq(words[0], "started") && n_words == 2)
+                        g_hash_table_add(wanted, g_strdup(words[1]));
+                else if (streq(words[0], "restart") && n_words == 3 && valid_word(words[2])) {
+                        g_hash_table_add(wanted, g_strdup(words[1]));
+                        g_hash_table_insert(hints, g_strdup(words[1]), g_strdup(words[2]));
+                } else if (streq(words[0], "unhint") && n_words == 2)
+                        g_hash_table_remove(hints, words[1]);
+                else if (streq(words[0], "gone") && n_words == 2) {
+                        g_hash_table_remove(wanted, words[1]);
+                        g_hash_table_remove(hints, words[1]);
+                } else
                         return -EBADMSG;
         }
+
+        g_hash_table_iter_init(&iter, wanted);
+        while (g_hash_table_iter_next(&iter, &unit, NULL))
+                if (!g_hash_table_contains(hints, unit))
+                        g_hash_table_add(started, g_strdup(unit));
+        g_hash_table_iter_init(&iter, hints);
+        while (g_hash_table_iter_next(&iter, &unit, &policy))
+                g_hash_table_insert(needs_restart, g_strdup(unit), g_strdup(policy));
         return 0;
+}
+
+void unit_record_append_change(GString *journal, UnitRecordChange change, const char *unit, const char *policy) {
+        static const char *const words[] = {
+                [UNIT_RECORD_STARTED] = "started ",
+                [UNIT_RECORD_RESTART] = "restart ",
+                [UNIT_RECORD_UNHINT] = "unhint ",
+                [UNIT_RECORD_GONE] = "gone ",
+        };
+
+        g_string_append(journal, words[change]);
+        g_string_append(journal, unit);
+        if (change == UNIT_RECORD_RESTART) {
+                g_string_append_c(journal, ' ');
+                g_string_append(journal, policy);
+        }
+        g_string_append_c(journal, '\n');
 }
 
 static GPtrArray *sorted_keys(GHashTable *table) {

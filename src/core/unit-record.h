@@ -10,9 +10,27 @@
 
 #define UNIT_RECORD_FILE "units"
 
-/* started: set of unit names; needs_restart: unit name -> policy name. Entries are added to
- * the tables given. -EBADMSG for text that is not a unit record. */
+/* The record is a snapshot (a "started" or "restart" line per unit) followed by the changes
+ * appended since, in order: "started UNIT" and "restart UNIT POLICY" add a unit (the latter
+ * needing a restart), "unhint UNIT" drops its restart hint and "gone UNIT" the unit. Appending a
+ * line costs a start a few microseconds; rewriting the snapshot, a rename and every running
+ * unit's name.
+ *
+ * started: set of unit names; needs_restart: unit name -> policy name, as the lines leave them
+ * (a unit in one table is not in the other). Entries are added to the tables given. A last line
+ * without its newline (a write cut short) is ignored. -EBADMSG for text that is not a unit
+ * record. */
 int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart);
+
+typedef enum UnitRecordChange {
+        UNIT_RECORD_STARTED, /* wanted now, started under its policy */
+        UNIT_RECORD_RESTART, /* needs a restart (policy: the one that says so) */
+        UNIT_RECORD_UNHINT,  /* no longer needs a restart */
+        UNIT_RECORD_GONE,    /* no longer wanted */
+} UnitRecordChange;
+
+/* Appends the line for one change to journal. */
+void unit_record_append_change(GString *journal, UnitRecordChange change, const char *unit, const char *policy);
 /* units: the wanted units' names, sorted, of which those in needs_restart are recorded as
  * needing a restart and the others as started (so that the caller need not build the difference
  * at every start). Sorted, so that equal sets give equal text. */

@@ -256,25 +256,51 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
 
 /* ---- persist ---- */
 
-/* Only when the sets changed: unit churn outside policies costs no write, and an apply that
- * neither added nor dropped a wanted unit or a hint does not even format the record. Not put
- * off to batch a burst: a thpd killed right after a start must still know the unit started
- * under its policy. */
-static void save_unit_record(Manager *m, const Plan *p) {
-        g_autofree char *text = NULL;
+/* Appended up to the snapshot's length (at least UNIT_RECORD_APPEND_MIN), then written whole
+ * again: the file stays at most about twice what it records, well under what a read takes. */
+#define UNIT_RECORD_APPEND_MIN 4096U
+
+static int write_unit_record_snapshot(Manager *m) {
+        g_autofree char *text = unit_record_format(m->plan.seen_sorted, m->plan.needs_restart);
         int r;
 
-        if (m->unit_record && !p->wanted_units_changed && !p->restart_hints_changed)
-                return;
-        text = unit_record_format(m->plan.seen_sorted, m->plan.needs_restart);
-        if (streq_ptr(text, m->unit_record))
-                return;
         r = runtime_file_write(m->runtime_dir, UNIT_RECORD_FILE, text);
         if (r < 0)
+                return r;
+        m->unit_record_written = true;
+        m->unit_record_size = strlen(text);
+        m->unit_record_appended = 0;
+        return 0;
+}
+
+/* Only when the sets changed: unit churn outside policies costs no write. Not put off to batch
+ * a burst: a thpd killed right after a start must still know the unit started under its
+ * policy. A start appends its line; the snapshot is written first, after a failed append (the
+ * file may end in part of a line, which a reader skips) and once the appended lines grew as
+ * long as it. */
+static void save_unit_record(Manager *m, const Plan *p) {
+        GString *journal = m->plan.record_journal;
+        int r;
+
+        if (m->unit_record_written && !p->wanted_units_changed && !p->restart_hints_changed)
+                return;
+        if (m->unit_record_written &&
+            m->unit_record_appended + journal->len <= MAX(m->unit_record_size, UNIT_RECORD_APPEND_MIN)) {
+                r = runtime_file_append(m->runtime_dir, UNIT_RECORD_FILE, journal->str);
+                if (r >= 0) {
+                        m->unit_record_appended += journal->len;
+                        g_string_truncate(journal, 0);
+                        return;
+                }
+                log_debug_errno(r, "Cannot append to the unit record in %s, writing it whole: %m", m->runtime_dir);
+        }
+        g_string_truncate(journal, 0);
+        r = write_unit_record_snapshot(m);
+        if (r < 0) {
+                m->unit_record_written = false;
                 log_warning_errno(r, "Cannot record the units of active policies in %s (%m): after a restart, "
                                   "thpd would list them as needing a restart.", m->runtime_dir);
-        g_free(m->unit_record);
-        m->unit_record = TAKE_PTR(text);
+        }
 }
 
 static void persist(Manager *m, const Plan *p) {

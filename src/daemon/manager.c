@@ -116,7 +116,6 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->listeners);
         knob_files_close(&m->knob_files);
         pool_files_close(&m->pool_files);
-        g_free(m->unit_record);
         g_free(m->status);
         service_notifier_free(m->notifier);
         settings_done(&m->settings);

@@ -95,7 +95,10 @@ typedef struct Manager {
         unsigned apply_generation;
         char *status;
         ServiceNotifier *notifier;     /* READY=1, STATUS= to the service manager */
-        char *unit_record;             /* as last written to the runtime directory */
+        /* The unit record in the runtime directory: whether this instance wrote its snapshot
+         * (then changes are appended), how long that was and how much has been appended since. */
+        bool unit_record_written;
+        size_t unit_record_size, unit_record_appended;
 
         DriftState drift;              /* knobs written behind thpd's back (manager-drift.c) */
         DriftWatch *drift_watch;       /* watches, job signals, TuneD (manager-drift.c) */

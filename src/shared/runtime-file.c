@@ -61,6 +61,25 @@ int runtime_file_write(const char *dir, const char *name, const char *content) {
         return write_replacing(path, content, true, 0);
 }
 
+int runtime_file_append(const char *dir, const char *name, const char *content) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(content);
+        ssize_t n;
+
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        n = write(fd, content, len);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n != len)
+                return -EIO;
+        if (fsync(fd) < 0)
+                return -errno;
+        return 0;
+}
+
 int file_replace(const char *path, const char *content, mode_t mode) {
         return write_replacing(path, content, false, mode);
 }

@@ -10,6 +10,9 @@
 /* Writes dir/name atomically (temporary file, fsync, rename), creating dir: a crash mid-write
  * leaves the old record. */
 int runtime_file_write(const char *dir, const char *name, const char *content);
+/* Appends content to dir/name with one write, then fsync; never creates it (-ENOENT: write it
+ * whole first). A short write gives -EIO: the file then ends in a partial line. */
+int runtime_file_append(const char *dir, const char *name, const char *content);
 /* Succeeds when the file is already gone. */
 int runtime_file_remove(const char *dir, const char *name);
 

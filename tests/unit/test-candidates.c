@@ -7,6 +7,7 @@
 #include "candidates.h"
 #include "plan.h"
 #include "test-util.h"
+#include "unit-record.h"
 #include "util.h"
 
 /* The changes-only selection (candidates.h) must plan exactly as a full pass over every unit and
@@ -16,7 +17,9 @@
  * history, looks at everything every time. In half the sequences the first applies before the
  * unit list is in, and the first side applies only when the daemon would: after a change that
  * candidate_state_change_matters() says matters, a rescan, a reload, the grace timer or an
- * isolation answer. Whenever both applied, their plans and states must agree.
+ * isolation answer. Whenever both applied, their plans and states must agree, and each side's
+ * unit record (its first snapshot, then every change appended, as the daemon persists it)
+ * must read back as the units and hints it holds.
  *
  * THPD_PROPERTY_SEQUENCES sets how many sequences run (500 by default), THPD_PROPERTY_SEED the
  * first one's seed (sequence i has seed + i): a failure prints its seed and the events that led
@@ -245,6 +248,7 @@ typedef struct Side {
         bool pending;             /* an apply is queued (only the changes-only side skips any) */
         bool present[_KNOB_MAX], owned[_KNOB_MAX];
         KnobValue current[_KNOB_MAX], recorded[_KNOB_MAX], unset[_KNOB_MAX];
+        GString *unit_record;     /* the record file's text, once the unit list is in */
 } Side;
 
 static void side_init(Side *s, const World *w, bool full) {
@@ -261,6 +265,8 @@ static void side_init(Side *s, const World *w, bool full) {
 }
 
 static void side_done(Side *s) {
+        if (s->unit_record)
+                g_string_free(s->unit_record, true);
         plan_done(&s->plan);
         plan_state_done(&s->plan_state);
         candidate_state_done(&s->candidates);
@@ -309,6 +315,17 @@ static void side_apply(Side *s, World *w) {
                 (void) plan_knob_commit(&s->plan.knobs[k], &s->current[k], &s->owned[k], &s->recorded[k]);
         s->changes_only = c.changes_only;
         s->pending = false;
+
+        /* What the daemon's persist step writes: a snapshot first, then only the changes. */
+        if (!w->units_known)
+                return;
+        if (!s->unit_record) {
+                g_autofree char *text = unit_record_format(s->plan_state.seen_sorted, s->plan_state.needs_restart);
+
+                s->unit_record = g_string_new(text);
+        } else
+                g_string_append(s->unit_record, s->plan_state.record_journal->str);
+        g_string_truncate(s->plan_state.record_journal, 0);
 }
 
 /* ---- comparing the two ---- */
@@ -329,6 +346,30 @@ static char *compare_string_sets(const char *what, GHashTable *a, GHashTable *b,
                         return g_strdup_printf("%s: %s differs", what, (const char *) key);
         }
         return NULL;
+}
+
+/* The side's unit record read back must give its wanted units (those without a hint as
+ * started) and its restart hints. */
+static char *compare_unit_record(const Side *s) {
+        g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) hints = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autoptr(GHashTable) expected = g_hash_table_new(g_str_hash, g_str_equal);
+        GHashTableIter iter;
+        gpointer key;
+        char *d;
+
+        if (!s->unit_record)
+                return NULL;
+        if (unit_record_parse(s->unit_record->str, started, hints) < 0)
+                return g_strdup_printf("the unit record does not parse:\n%s", s->unit_record->str);
+        g_hash_table_iter_init(&iter, s->plan_state.seen_wanted);
+        while (g_hash_table_iter_next(&iter, &key, NULL))
+                if (!g_hash_table_contains(s->plan_state.needs_restart, key))
+                        g_hash_table_add(expected, key);
+        if ((d = compare_string_sets("unit record, started units (record vs state)", started, expected, false)))
+                return d;
+        return compare_string_sets("unit record, restart hints (record vs state)", hints, s->plan_state.needs_restart,
+                                   true);
 }
 
 static gint compare_requests(gconstpointer a, gconstpointer b) {
@@ -652,6 +693,8 @@ static bool run_sequence(uint64_t seed, Totals *totals) {
                 ck_assert(!sides[1].changes_only);
 
                 difference = compare_sides(&sides[0], &sides[1]);
+                for (unsigned i = 0; i < 2 && !difference; i++)
+                        difference = compare_unit_record(&sides[i]);
                 if (difference) {
                         printf("seed %" PRIu64 ": step %u: %s%s\n  events:%s\n", seed, step, difference,
                                sides[0].changes_only ? " (changes only)" : " (full pass on both)", w.log->str);

@@ -60,6 +60,42 @@ START_TEST(test_empty_record) {
 }
 END_TEST
 
+/* Changes appended after the snapshot replay in order; a unit is either started or hinted. */
+START_TEST(test_changes_replayed) {
+        g_autoptr(GHashTable) started = new_set(), restart = new_map();
+        g_autoptr(GString) text = g_string_new(HEADER "started a.service\nstarted b.service\nrestart c.service c.conf\n");
+
+        unit_record_append_change(text, UNIT_RECORD_STARTED, "d.service", NULL);
+        unit_record_append_change(text, UNIT_RECORD_RESTART, "a.service", "a.conf");
+        unit_record_append_change(text, UNIT_RECORD_UNHINT, "c.service", NULL);
+        unit_record_append_change(text, UNIT_RECORD_GONE, "b.service", NULL);
+        unit_record_append_change(text, UNIT_RECORD_RESTART, "e.service", "e.conf");
+        unit_record_append_change(text, UNIT_RECORD_GONE, "e.service", NULL);
+        ck_assert_str_eq(text->str + strlen(HEADER),
+                         "started a.service\nstarted b.service\nrestart c.service c.conf\nstarted d.service\n"
+                         "restart a.service a.conf\nunhint c.service\ngone b.service\nrestart e.service e.conf\n"
+                         "gone e.service\n");
+
+        ck_assert_int_eq(unit_record_parse(text->str, started, restart), 0);
+        ck_assert_uint_eq(g_hash_table_size(started), 2);
+        ck_assert(g_hash_table_contains(started, "c.service"));
+        ck_assert(g_hash_table_contains(started, "d.service"));
+        ck_assert_uint_eq(g_hash_table_size(restart), 1);
+        ck_assert_str_eq(g_hash_table_lookup(restart, "a.service"), "a.conf");
+}
+END_TEST
+
+/* A write cut short leaves part of a line at the end: what came before it stands. */
+START_TEST(test_cut_last_line_ignored) {
+        g_autoptr(GHashTable) started = new_set(), restart = new_map();
+
+        ck_assert_int_eq(unit_record_parse(HEADER "started a.service\ngone a.ser", started, restart), 0);
+        ck_assert(g_hash_table_contains(started, "a.service"));
+        ck_assert_int_eq(unit_record_parse(HEADER "started b.service\nrest", started, restart), 0);
+        ck_assert(g_hash_table_contains(started, "b.service"));
+}
+END_TEST
+
 START_TEST(test_bad_records) {
         static const char *const bad[] = {
                 "",
@@ -69,6 +105,9 @@ START_TEST(test_bad_records) {
                 HEADER "restart a.service\n",
                 HEADER "stopped a.service\n",
                 HEADER "started \xff.service\n",
+                HEADER "gone\n",
+                HEADER "unhint a.service b.conf\n",
+                HEADER "gone a.service b.service\n",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -88,7 +127,14 @@ START_TEST(test_load_written_record) {
         ck_assert_int_eq(runtime_file_write(sub, UNIT_RECORD_FILE, HEADER "started a.service\n"), 0);
         ck_assert_int_eq(unit_record_load(sub, started, restart), 0);
         ck_assert(g_hash_table_contains(started, "a.service"));
+        /* Changes are appended to a record written whole, never to a missing one. */
+        ck_assert_int_eq(runtime_file_append(sub, UNIT_RECORD_FILE, "gone a.service\nstarted b.service\n"), 0);
+        g_hash_table_remove_all(started);
+        ck_assert_int_eq(unit_record_load(sub, started, restart), 0);
+        ck_assert(!g_hash_table_contains(started, "a.service"));
+        ck_assert(g_hash_table_contains(started, "b.service"));
         ck_assert_int_eq(runtime_file_remove(sub, UNIT_RECORD_FILE), 0);
+        ck_assert_int_eq(runtime_file_append(sub, UNIT_RECORD_FILE, "started c.service\n"), -ENOENT);
         ck_assert_int_eq(runtime_file_remove(sub, UNIT_RECORD_FILE), 0);
         ck_assert_int_eq(unit_record_load(sub, started, restart), -ENOENT);
         test_rm_rf(dir);
@@ -101,6 +147,8 @@ int main(void) {
 
         tcase_add_test(tc, test_round_trip_is_sorted);
         tcase_add_test(tc, test_empty_record);
+        tcase_add_test(tc, test_changes_replayed);
+        tcase_add_test(tc, test_cut_last_line_ignored);
         tcase_add_test(tc, test_bad_records);
         tcase_add_test(tc, test_load_written_record);
         suite_add_tcase(s, tc);
