@@ -7,7 +7,7 @@
 
 void daemon_listeners_attach(Manager *m) {
         manager_add_listener(m, &manager_status_listener, NULL);
-        manager_add_listener(m, &manager_bus_listener, NULL);
+        manager_bus_attach(m);
         manager_metrics_attach(m);
         manager_add_listener(m, &manager_isolation_listener, NULL);
 }

@@ -5,8 +5,9 @@
 
 #include "manager.h"
 
-/* The properties of org.thpd1.Manager: the getters its vtable names (userdata: the Manager),
- * and the helpers its methods and signals share with them. */
+/* The properties of org.thpd1.Manager: the getters its vtable names (userdata: the bus
+ * listener's BusData; they read its Manager, bus_manager()), and the helpers its methods and
+ * signals share with them. */
 
 /* "" for a value the kernel did not give. */
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "log.h"
+#include "manager-bus-internal.h"
 #include "manager-bus.h"
 #include "manager-usage.h"
 #include "manager.h"
@@ -190,7 +191,7 @@ static int ask_processes(Manager *m, UsageRow *row) {
 }
 
 int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = bus_manager(userdata);
         _cleanup_(usage_request_unrefp) UsageRequest *req = NULL;
         int r;
 

@@ -113,7 +113,6 @@ typedef struct Manager {
         GHashTable *per_service;
 
         GArray *listeners;             /* ManagerListenerEntry */
-        void *bus_data;                /* owned by manager-bus.c */
 } Manager;
 
 /* What an apply did, for the listeners to publish. */
