@@ -57,6 +57,7 @@ struct BusData {
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter*, in the order they came */
+        GPtrArray *usage_requests;         /* UsageRequest*: GetUnitUsage calls waiting (manager-usage.c) */
         sd_event_source *await_timer;      /* the earliest awaiter's deadline */
         /* A digest of each tracked property's value as last announced: PropertiesChanged goes out
          * only for what really changed, so an idle daemon is silent. A digest, not the value:

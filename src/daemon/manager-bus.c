@@ -580,7 +580,7 @@ static int on_event_loop_exit(sd_event_source *s, void *userdata) {
         BusData *d = userdata;
 
         bus_fail_awaiters(d);
-        manager_usage_fail_pending(d->m);
+        manager_usage_fail_pending(d);
         return 0;
 }
 
@@ -652,7 +652,7 @@ static void on_free(Manager *m, void *userdata) {
         BusData *d = userdata;
 
         bus_fail_awaiters(d);
-        manager_usage_fail_pending(m);
+        manager_usage_release(d);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
         sd_event_source_disable_unref(d->announce_timer);

@@ -101,8 +101,6 @@ Manager *manager_free(Manager *m) {
         manager_drift_stop(m);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
-        /* After the bus: freeing it ends the calls in flight, which leave this list. */
-        g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         candidate_state_done(&m->candidates);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);

@@ -107,7 +107,6 @@ typedef struct Manager {
         uint64_t start_time_usec;      /* CLOCK_REALTIME */
         MetricsCounters counters;
         unsigned last_apply_errors;    /* knobs and pools the last apply could not read or set */
-        GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
         /* Names of the Scope=auto policies the last apply met per service (resolve_per_service()). */
         GHashTable *per_service;
