@@ -5,6 +5,7 @@
 #include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
 #include "manager-isolation.h"
+#include "manager-status.h"
 #include "util.h"
 
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]) {
@@ -321,9 +322,9 @@ int property_get_storm_action(sd_bus *bus, const char *path, const char *interfa
 
 int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = bus_manager(userdata);
+        g_autofree char *text = manager_status_text(bus_manager(userdata));
 
-        return sd_bus_message_append(reply, "s", m->status ?: "");
+        return sd_bus_message_append(reply, "s", text);
 }
 
 /* The policy a diagnostic is about: the file name of a *.conf directly in a policy directory;

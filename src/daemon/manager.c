@@ -115,7 +115,6 @@ Manager *manager_free(Manager *m) {
         knob_files_close(&m->knob_files);
         pool_files_close(&m->pool_files);
         g_free(m->unit_record);
-        g_free(m->status);
         service_notifier_free(m->notifier);
         settings_done(&m->settings);
         g_free(m->sysfs_root);

@@ -88,12 +88,10 @@ typedef struct Manager {
         sd_event_source *grace_timer, *override_timer;
         sd_event_source *apply_event;  /* coalesces a burst of unit signals into one apply */
         sd_event_source *trim_timer;   /* hands freed heap back to the kernel after a burst */
-        bool ready_sent;
         /* SIGTERM came from a restart job: the next instance takes over the knobs as they are. */
         bool handing_over;
         bool applied_once;
         unsigned apply_generation;
-        char *status;
         ServiceNotifier *notifier;     /* READY=1, STATUS= to the service manager */
         char *unit_record;             /* as last written to the runtime directory */
 
