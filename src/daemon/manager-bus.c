@@ -46,7 +46,7 @@ static char *present_knob_names(const Manager *m) {
 static const struct {
         const char *name;
         sd_bus_property_get_t get;
-        uint64_t (*digest)(Manager *m); /* cheaper than digesting what get builds; NULL: none */
+        uint64_t (*digest)(const Manager *m); /* cheaper than digesting what get builds; NULL: none */
 } tracked_properties[_TRACKED_MAX] = {
         [TRACKED_KNOBS] = { "Knobs", property_get_knobs, property_digest_knobs },
         [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
@@ -257,7 +257,7 @@ static int verify_manage(BusData *d, sd_bus_message *msg, uid_t *ret_uid, sd_bus
 
 static int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = bus_manager(userdata);
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -312,7 +312,7 @@ static int append_vote(sd_bus_message *reply, Knob k, KnobValue v, SourceKind ki
                                      source_kind_to_string(kind), policy ?: "", unit ?: "", wins);
 }
 
-static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
+static int append_votes(const Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
         const Source *s = &m->target.source[k];
         int r;
 
@@ -352,7 +352,7 @@ static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobVal
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = bus_manager(userdata);
+        const Manager *m = bus_manager(userdata);
         KnobValue baseline[_KNOB_MAX];
         const char *name;
         Knob only = _KNOB_INVALID;

@@ -406,7 +406,7 @@ static gint compare_positioned(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-GPtrArray *manager_live_policies(Manager *m) {
+GPtrArray *manager_live_policies(const Manager *m) {
         guint n = g_hash_table_size(m->plan.live_policies), i = 0;
         g_autofree PositionedPolicy *sorted = g_new(PositionedPolicy, MAX(n, 1u));
         GPtrArray *live = g_ptr_array_sized_new(n);

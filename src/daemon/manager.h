@@ -185,7 +185,7 @@ int manager_read_knob(Manager *m, Knob k, KnobValue *ret);
 bool manager_knob_resolved(const Manager *m, Knob k);
 /* The policies active or holding a pool after a stop (borrowed Policy*), in policy order: with
  * thousands of policies loaded, what the properties list. */
-GPtrArray *manager_live_policies(Manager *m);
+GPtrArray *manager_live_policies(const Manager *m);
 /* The most severe phase over the storm kinds; calm without a watcher. */
 StormPhase manager_storm_phase(const Manager *m);
 
