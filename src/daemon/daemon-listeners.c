@@ -6,8 +6,9 @@
 #include "manager-status.h"
 
 void daemon_listeners_attach(Manager *m) {
-        manager_add_listener(m, &manager_status_listener, NULL);
-        manager_add_listener(m, &manager_bus_listener, NULL);
+        manager_status_attach(m);
+        manager_bus_attach(m);
         manager_metrics_attach(m);
+        /* No state of its own: what it finds is the plan's input, Manager.isolation. */
         manager_add_listener(m, &manager_isolation_listener, NULL);
 }

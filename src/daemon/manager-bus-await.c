@@ -54,7 +54,7 @@ static bool await_try_reply(Manager *m, sd_bus_message *call, const char *unit) 
 
 static int on_awaiter_gone(sd_bus_track *track, void *userdata) {
         Awaiter *a = userdata;
-        BusData *d = a->m->bus_data;
+        BusData *d = a->d;
 
         log_debug("Await caller %s left the bus.", sd_bus_message_get_sender(a->call));
         g_ptr_array_remove(d->awaiters, a);
@@ -64,8 +64,7 @@ static int on_awaiter_gone(sd_bus_track *track, void *userdata) {
 static int on_await_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* One timer for the earliest deadline: awaiters come with the same timeout, so in order. */
-static void arm_await_timer(Manager *m) {
-        BusData *d = m->bus_data;
+static void arm_await_timer(BusData *d) {
         uint64_t next = UINT64_MAX;
         int r;
 
@@ -77,7 +76,7 @@ static void arm_await_timer(Manager *m) {
                 return;
         }
         if (!d->await_timer)
-                r = sd_event_add_time(m->event, &d->await_timer, CLOCK_MONOTONIC, next, USEC_PER_SEC, on_await_timer, m);
+                r = sd_event_add_time(d->m->event, &d->await_timer, CLOCK_MONOTONIC, next, USEC_PER_SEC, on_await_timer, d);
         else {
                 r = sd_event_source_set_time(d->await_timer, next);
                 if (r >= 0)
@@ -88,8 +87,7 @@ static void arm_await_timer(Manager *m) {
 }
 
 static int on_await_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        BusData *d = m->bus_data;
+        BusData *d = userdata;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         for (guint i = 0; i < d->awaiters->len;) {
@@ -105,31 +103,30 @@ static int on_await_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         (void) sd_bus_message_read(a->call, "s", &unit);
                 r = sd_bus_reply_method_errorf(a->call, THPD_ERROR_TIMEOUT,
                                                "The policy of %s was not applied within AwaitTimeout= (%" PRIu64 " s).",
-                                               unit ?: "the unit", m->settings.await_timeout_usec / USEC_PER_SEC);
+                                               unit ?: "the unit", d->m->settings.await_timeout_usec / USEC_PER_SEC);
                 if (r < 0)
                         log_debug_errno(r, "Cannot answer an Await() that timed out: %m");
                 log_debug("Await(%s) from %s: timed out.", unit ?: "?", sd_bus_message_get_sender(a->call));
                 g_ptr_array_remove_index(d->awaiters, i);
         }
-        arm_await_timer(m);
+        arm_await_timer(d);
         return 0;
 }
 
-void bus_answer_awaiters(Manager *m) {
-        BusData *d = m->bus_data;
+void bus_answer_awaiters(BusData *d) {
 
         for (guint i = 0; i < d->awaiters->len;) {
                 Awaiter *a = g_ptr_array_index(d->awaiters, i);
                 const char *unit;
 
                 if (sd_bus_message_rewind(a->call, true) >= 0 && sd_bus_message_read(a->call, "s", &unit) >= 0 &&
-                    !await_try_reply(m, a->call, unit)) {
+                    !await_try_reply(d->m, a->call, unit)) {
                         i++;
                         continue;
                 }
                 g_ptr_array_remove_index(d->awaiters, i);
         }
-        arm_await_timer(m);
+        arm_await_timer(d);
 }
 
 static bool unit_name_plausible(const char *unit) {
@@ -157,8 +154,8 @@ static unsigned awaiters_of(const BusData *d, uid_t uid) {
 }
 
 int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        BusData *d = m->bus_data;
+        BusData *d = userdata;
+        Manager *m = d->m;
         const char *unit, *sender = sd_bus_message_get_sender(msg);
         Awaiter *a;
         uid_t uid;
@@ -189,7 +186,7 @@ int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                                          AWAITERS_PER_UID_MAX);
 
         a = g_new0(Awaiter, 1);
-        a->m = m;
+        a->d = d;
         a->uid = uid;
         a->deadline = now_usec(CLOCK_MONOTONIC) + m->settings.await_timeout_usec;
         a->call = sd_bus_message_ref(msg);
@@ -201,7 +198,7 @@ int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 return r;
         }
         g_ptr_array_add(d->awaiters, a);
-        arm_await_timer(m);
+        arm_await_timer(d);
         log_debug("Await(%s) from %s: waiting for its policy.", unit, sender);
         return 1;
 }

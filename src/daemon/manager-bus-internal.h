@@ -18,8 +18,10 @@
 /* Matches the limit systemd puts on unit names. */
 #define UNIT_NAME_MAX 256
 
+typedef struct BusData BusData;
+
 typedef struct Awaiter {
-        Manager *m;
+        BusData *d;
         sd_bus_message *call;
         sd_bus_track *track; /* drops the awaiter when its caller leaves the bus */
         uid_t uid;           /* the caller's effective uid */
@@ -47,12 +49,15 @@ enum {
         _TRACKED_MAX,
 };
 
-typedef struct BusData {
+/* The bus listener's userdata, and that of the object's vtable, the exit hook and the timers. */
+struct BusData {
+        Manager *m;
         sd_bus_slot *vtable_slot;
         sd_bus_slot *status_filter_slot;
         sd_event_source *exit_source;
         PolkitRegistry *polkit;
         GPtrArray *awaiters;               /* Awaiter*, in the order they came */
+        GPtrArray *usage_requests;         /* UsageRequest*: GetUnitUsage calls waiting (manager-usage.c) */
         sd_event_source *await_timer;      /* the earliest awaiter's deadline */
         /* A digest of each tracked property's value as last announced: PropertiesChanged goes out
          * only for what really changed, so an idle daemon is silent. A digest, not the value:
@@ -66,7 +71,12 @@ typedef struct BusData {
         bool pending_needs_restart;
         uint64_t last_announced_usec;
         sd_event_source *announce_timer;
-} BusData;
+};
+
+/* The Manager whose state the object shows; userdata: the BusData the vtable was registered with. */
+static inline Manager *bus_manager(void *userdata) {
+        return ((BusData *) userdata)->m;
+}
 
 /* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
 char *bus_quote(const char *s);
@@ -74,6 +84,6 @@ char *bus_quote(const char *s);
 /* Await(): the method, the answers after each apply, and an error for each caller still waiting
  * when thpd stops. */
 int method_await(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-void bus_answer_awaiters(Manager *m);
+void bus_answer_awaiters(BusData *d);
 void bus_fail_awaiters(BusData *d);
 void bus_awaiter_free(gpointer p);

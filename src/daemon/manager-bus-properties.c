@@ -2,8 +2,10 @@
 #include <inttypes.h>
 
 #include "config.h"
+#include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
 #include "manager-isolation.h"
+#include "manager-status.h"
 #include "util.h"
 
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]) {
@@ -99,7 +101,7 @@ typedef struct KnobRow {
         char applied[24], target[24], baseline[24];
 } KnobRow;
 
-static void knob_row(Manager *m, Knob k, const KnobValue baseline[_KNOB_MAX], KnobRow *row) {
+static void knob_row(const Manager *m, Knob k, const KnobValue baseline[_KNOB_MAX], KnobRow *row) {
         const Source *s = &m->target.source[k];
         bool resolved = manager_knob_resolved(m, k);
 
@@ -114,7 +116,7 @@ static void knob_row(Manager *m, Knob k, const KnobValue baseline[_KNOB_MAX], Kn
 
 int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         KnobValue baseline[_KNOB_MAX];
         int r;
 
@@ -141,7 +143,7 @@ int property_get_knobs(sd_bus *bus, const char *path, const char *interface, con
 
 /* Knobs is digested at every apply to tell whether it changed: from its rows, not through a
  * message built only to be read back. */
-uint64_t property_digest_knobs(Manager *m) {
+uint64_t property_digest_knobs(const Manager *m) {
         KnobValue baseline[_KNOB_MAX];
         uint64_t h = FNV1A_OFFSET;
 
@@ -160,7 +162,7 @@ uint64_t property_digest_knobs(Manager *m) {
 
 int property_get_active_policies(sd_bus *bus, const char *path, const char *interface, const char *property,
                                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         g_autoptr(GPtrArray) live = manager_live_policies(m);
         int r;
 
@@ -188,7 +190,7 @@ int property_get_active_policies(sd_bus *bus, const char *path, const char *inte
 
 int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(tittts)");
@@ -208,7 +210,7 @@ int property_get_pools(sd_bus *bus, const char *path, const char *interface, con
 int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
                                           const char *property, sd_bus_message *reply, void *userdata,
                                           sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         g_autoptr(GPtrArray) list = manager_isolation_list(m);
         int r;
 
@@ -234,7 +236,7 @@ int property_get_isolated_services(sd_bus *bus, const char *path, const char *in
 
 int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         g_autoptr(GPtrArray) units = g_ptr_array_new();
         GHashTableIter iter;
         gpointer unit_name;
@@ -258,7 +260,7 @@ int property_get_needs_restart(sd_bus *bus, const char *path, const char *interf
 
 int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "{ss}");
@@ -278,19 +280,19 @@ int property_get_override(sd_bus *bus, const char *path, const char *interface, 
 
 int property_get_override_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
                                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
 
         return sd_bus_message_append(reply, "t", m->override_expires_realtime);
 }
 
 int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return sd_bus_message_append(reply, "s", storm_phase_to_string(manager_storm_phase(userdata)));
+        return sd_bus_message_append(reply, "s", storm_phase_to_string(manager_storm_phase(bus_manager(userdata))));
 }
 
 int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(ssa{sd})");
@@ -313,16 +315,16 @@ int property_get_storms(sd_bus *bus, const char *path, const char *interface, co
 
 int property_get_storm_action(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
 
         return sd_bus_message_append(reply, "s", storm_action_to_string(m->settings.storm.action));
 }
 
 int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        g_autofree char *text = manager_status_text(bus_manager(userdata));
 
-        return sd_bus_message_append(reply, "s", m->status ?: "");
+        return sd_bus_message_append(reply, "s", text);
 }
 
 /* The policy a diagnostic is about: the file name of a *.conf directly in a policy directory;
@@ -345,7 +347,7 @@ static const char *diagnostic_policy(const Manager *m, const char *file) {
 
 int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface, const char *property,
                                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         const GPtrArray *items = m->policy_diagnostics.items;
         int r;
 
@@ -367,7 +369,7 @@ int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *i
 
 int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *interface, const char *property,
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sssts)");
@@ -385,7 +387,7 @@ int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *inte
 
 int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sssssttts)");

@@ -5,8 +5,9 @@
 
 #include "manager.h"
 
-/* The properties of org.thpd1.Manager: the getters its vtable names (userdata: the Manager),
- * and the helpers its methods and signals share with them. */
+/* The properties of org.thpd1.Manager: the getters its vtable names (userdata: the bus
+ * listener's BusData; they read its Manager, bus_manager()), and the helpers its methods and
+ * signals share with them. */
 
 /* "" for a value the kernel did not give. */
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]);
@@ -20,7 +21,7 @@ int property_get_version(sd_bus *bus, const char *path, const char *interface, c
 int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
                        sd_bus_message *reply, void *userdata, sd_bus_error *error);
 /* A digest of the Knobs value, for telling whether it changed. */
-uint64_t property_digest_knobs(Manager *m);
+uint64_t property_digest_knobs(const Manager *m);
 int property_get_active_policies(sd_bus *bus, const char *path, const char *interface,
                        const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,

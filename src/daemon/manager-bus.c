@@ -46,7 +46,7 @@ static char *present_knob_names(const Manager *m) {
 static const struct {
         const char *name;
         sd_bus_property_get_t get;
-        uint64_t (*digest)(Manager *m); /* cheaper than digesting what get builds; NULL: none */
+        uint64_t (*digest)(const Manager *m); /* cheaper than digesting what get builds; NULL: none */
 } tracked_properties[_TRACKED_MAX] = {
         [TRACKED_KNOBS] = { "Knobs", property_get_knobs, property_digest_knobs },
         [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
@@ -123,13 +123,13 @@ static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
 
 /* The digest of the property's current value; false if it cannot be built (then it counts as
  * changed). */
-static bool property_snapshot(Manager *m, sd_bus_property_get_t get, uint64_t *ret_digest) {
+static bool property_snapshot(BusData *d, sd_bus_property_get_t get, uint64_t *ret_digest) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         uint64_t h = FNV1A_OFFSET;
 
-        if (sd_bus_message_new_signal(m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
-            get(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, m, &error) < 0 ||
+        if (sd_bus_message_new_signal(d->m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
+            get(d->m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, d, &error) < 0 ||
             sd_bus_message_seal(msg, 1, 0) < 0 || sd_bus_message_rewind(msg, true) < 0 ||
             digest_container(msg, &h, 0) < 0)
                 return false;
@@ -151,8 +151,7 @@ static int flagged_changed(const BusData *d, size_t property) {
         }
 }
 
-static void announce_changed_properties(Manager *m) {
-        BusData *d = m->bus_data;
+static void announce_changed_properties(BusData *d) {
         const char *changed[_TRACKED_MAX + 1];
         size_t n = 0;
         int r;
@@ -171,10 +170,10 @@ static void announce_changed_properties(Manager *m) {
                         continue;
                 }
                 if (tracked_properties[i].digest) {
-                        now = tracked_properties[i].digest(m);
+                        now = tracked_properties[i].digest(d->m);
                         valid = true;
                 } else
-                        valid = property_snapshot(m, tracked_properties[i].get, &now);
+                        valid = property_snapshot(d, tracked_properties[i].get, &now);
 
                 if (valid && d->announced_valid[i] && now == d->announced[i])
                         continue;
@@ -188,7 +187,7 @@ static void announce_changed_properties(Manager *m) {
                 return;
         d->last_announced_usec = now_usec(CLOCK_MONOTONIC);
         changed[n] = NULL;
-        r = sd_bus_emit_properties_changed_strv(m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
+        r = sd_bus_emit_properties_changed_strv(d->m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, (char **) changed);
         if (r < 0)
                 log_warning_errno(r, "Cannot send PropertiesChanged: %m");
 }
@@ -204,8 +203,7 @@ static int on_announce_timer(sd_event_source *s, uint64_t usec, void *userdata) 
  * first change after a quiet spell goes out at once; knob writes and Applied never wait, nor
  * does a storm event (no report; it changes neither flagged property), which is rare and whose
  * phase change watchers want as it happens. */
-static void emit_changed_properties(Manager *m, const ApplyReport *report) {
-        BusData *d = m->bus_data;
+static void emit_changed_properties(BusData *d, const ApplyReport *report) {
         uint64_t due = d->last_announced_usec + ANNOUNCE_INTERVAL_USEC;
         int r;
 
@@ -216,14 +214,14 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
         if (!report || d->last_announced_usec == 0 || now_usec(CLOCK_MONOTONIC) >= due) {
                 if (d->announce_timer)
                         (void) sd_event_source_set_enabled(d->announce_timer, SD_EVENT_OFF);
-                announce_changed_properties(m);
+                announce_changed_properties(d);
                 return;
         }
         if (!d->announce_timer) {
-                r = sd_event_add_time(m->event, &d->announce_timer, CLOCK_MONOTONIC, due, 0, on_announce_timer, m);
+                r = sd_event_add_time(d->m->event, &d->announce_timer, CLOCK_MONOTONIC, due, 0, on_announce_timer, d);
                 if (r < 0) {
                         log_debug_errno(r, "Cannot defer PropertiesChanged, sending it now: %m");
-                        announce_changed_properties(m);
+                        announce_changed_properties(d);
                 }
                 return;
         }
@@ -235,15 +233,15 @@ static void emit_changed_properties(Manager *m, const ApplyReport *report) {
                 r = sd_event_source_set_enabled(d->announce_timer, SD_EVENT_ONESHOT);
         if (r < 0) {
                 log_debug_errno(r, "Cannot defer PropertiesChanged, sending it now: %m");
-                announce_changed_properties(m);
+                announce_changed_properties(d);
         }
 }
 
 /* ---- authorization ---- */
 
 /* 1: go ahead; 0: pending, the handler must return 1 without replying; < 0: denied (error set). */
-static int verify_manage(Manager *m, sd_bus_message *msg, uid_t *ret_uid, sd_bus_error *error) {
-        BusData *d = m->bus_data;
+static int verify_manage(BusData *d, sd_bus_message *msg, uid_t *ret_uid, sd_bus_error *error) {
+        const Manager *m = d->m;
         PolkitPolicy policy = {
                 .action = THPD_POLKIT_ACTION,
                 /* A --user daemon belongs to the user who started it; polkit only knows callers on
@@ -259,7 +257,7 @@ static int verify_manage(Manager *m, sd_bus_message *msg, uid_t *ret_uid, sd_bus
 
 static int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -314,7 +312,7 @@ static int append_vote(sd_bus_message *reply, Knob k, KnobValue v, SourceKind ki
                                      source_kind_to_string(kind), policy ?: "", unit ?: "", wins);
 }
 
-static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
+static int append_votes(const Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
         const Source *s = &m->target.source[k];
         int r;
 
@@ -354,7 +352,7 @@ static int append_votes(Manager *m, sd_bus_message *reply, Knob k, const KnobVal
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        const Manager *m = bus_manager(userdata);
         KnobValue baseline[_KNOB_MAX];
         const char *name;
         Knob only = _KNOB_INVALID;
@@ -388,11 +386,12 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusData *d = userdata;
+        Manager *m = d->m;
         uid_t uid;
         int r;
 
-        r = verify_manage(m, msg, &uid, error);
+        r = verify_manage(d, msg, &uid, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
@@ -458,7 +457,8 @@ static int read_override(Manager *m, sd_bus_message *msg, KnobValue values[_KNOB
 }
 
 static int method_set_override(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusData *d = userdata;
+        Manager *m = d->m;
         g_autoptr(GString) summary = g_string_new(NULL);
         g_autoptr(GString) refused = g_string_new(NULL);
         KnobValue values[_KNOB_MAX];
@@ -469,7 +469,7 @@ static int method_set_override(sd_bus_message *msg, void *userdata, sd_bus_error
         r = read_override(m, msg, values, &duration, error);
         if (r < 0)
                 return r;
-        r = verify_manage(m, msg, &uid, error);
+        r = verify_manage(d, msg, &uid, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
@@ -504,12 +504,13 @@ static int method_set_override(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int method_clear_override(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusData *d = userdata;
+        Manager *m = d->m;
         bool had = false;
         uid_t uid;
         int r;
 
-        r = verify_manage(m, msg, &uid, error);
+        r = verify_manage(d, msg, &uid, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
@@ -523,7 +524,7 @@ static int method_clear_override(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 static int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        g_autofree char *text = manager_metrics_render(userdata);
+        g_autofree char *text = manager_metrics_render(bus_manager(userdata));
 
         return sd_bus_reply_method_return(msg, "s", text);
 }
@@ -576,10 +577,10 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* Runs before sd-bus's own exit handler, which flushes and closes the connection. */
 static int on_event_loop_exit(sd_event_source *s, void *userdata) {
-        Manager *m = userdata;
+        BusData *d = userdata;
 
-        bus_fail_awaiters(m->bus_data);
-        manager_usage_fail_pending(m);
+        bus_fail_awaiters(d);
+        manager_usage_fail_pending(d);
         return 0;
 }
 
@@ -629,20 +630,16 @@ static int on_incoming(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 }
 
 static int on_connected(Manager *m, void *userdata) {
-        BusData *d = g_new0(BusData, 1);
+        BusData *d = userdata;
         int r;
 
-        d->polkit = polkit_registry_new();
-        d->awaiters = g_ptr_array_new_with_free_func(bus_awaiter_free);
-        m->bus_data = d;
-
-        r = sd_event_add_exit(m->event, &d->exit_source, on_event_loop_exit, m);
+        r = sd_event_add_exit(m->event, &d->exit_source, on_event_loop_exit, d);
         if (r >= 0)
                 r = sd_event_source_set_priority(d->exit_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for the daemon's exit: %m");
 
-        r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, m);
+        r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, d);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %m", THPD_BUS_PATH);
         r = sd_bus_add_filter(m->bus, &d->status_filter_slot, on_incoming, m);
@@ -652,12 +649,10 @@ static int on_connected(Manager *m, void *userdata) {
 }
 
 static void on_free(Manager *m, void *userdata) {
-        BusData *d = m->bus_data;
+        BusData *d = userdata;
 
-        if (!d)
-                return;
         bus_fail_awaiters(d);
-        manager_usage_fail_pending(m);
+        manager_usage_release(d);
         g_ptr_array_unref(d->awaiters);
         sd_event_source_disable_unref(d->exit_source);
         sd_event_source_disable_unref(d->announce_timer);
@@ -666,7 +661,11 @@ static void on_free(Manager *m, void *userdata) {
         sd_bus_slot_unref(d->vtable_slot);
         sd_bus_slot_unref(d->status_filter_slot);
         g_free(d);
-        m->bus_data = NULL;
+}
+
+/* Not before the object is on the bus: a daemon that failed to start has nothing to publish. */
+static bool bus_registered(const BusData *d) {
+        return d->vtable_slot;
 }
 
 static void emit_applied(Manager *m, const KnobChange *changes, size_t n_changes) {
@@ -693,20 +692,23 @@ static void emit_applied(Manager *m, const KnobChange *changes, size_t n_changes
 }
 
 static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
-        if (!m->bus_data)
+        BusData *d = userdata;
+
+        if (!bus_registered(d))
                 return;
         if (report->n_changes > 0)
                 emit_applied(m, report->changes, report->n_changes);
-        emit_changed_properties(m, report);
-        bus_answer_awaiters(m);
+        emit_changed_properties(d, report);
+        bus_answer_awaiters(d);
 }
 
 static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
                            void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
+        BusData *d = userdata;
         int r = 0;
 
-        if (!m->bus_data)
+        if (!bus_registered(d))
                 return;
 
         if (event == STORM_EVENT_DETECTED) {
@@ -728,18 +730,19 @@ static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const S
         if (r < 0)
                 log_warning_errno(r, "Cannot send the storm signal: %m");
 
-        emit_changed_properties(m, NULL);
+        emit_changed_properties(d, NULL);
 }
 
 static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
+        BusData *d = userdata;
         int r;
 
-        if (!m->bus_data)
+        if (!bus_registered(d))
                 return;
         /* A conflict that ended, or a writer named afterwards: only the properties changed. */
         if (n_events == 0) {
-                emit_changed_properties(m, NULL);
+                emit_changed_properties(d, NULL);
                 return;
         }
         r = sd_bus_message_new_signal(m->bus, &signal, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Drift");
@@ -760,10 +763,19 @@ static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void
                 log_warning_errno(r, "Cannot send the Drift signal: %m");
 }
 
-const ManagerListener manager_bus_listener = {
+static const ManagerListener bus_listener = {
         .drift = on_drift,
         .connected = on_connected,
         .applied = on_applied,
         .storm_event = on_storm_event,
         .free = on_free,
 };
+
+void manager_bus_attach(Manager *m) {
+        BusData *d = g_new0(BusData, 1);
+
+        d->m = m;
+        d->polkit = polkit_registry_new();
+        d->awaiters = g_ptr_array_new_with_free_func(bus_awaiter_free);
+        manager_add_listener(m, &bus_listener, d);
+}

@@ -211,7 +211,7 @@ static gint compare_isolation(gconstpointer a, gconstpointer b) {
         return strcmp((*(Isolation *const *) a)->unit, (*(Isolation *const *) b)->unit);
 }
 
-GPtrArray *manager_isolation_list(Manager *m) {
+GPtrArray *manager_isolation_list(const Manager *m) {
         GPtrArray *list = g_ptr_array_new();
         GHashTableIter iter;
         Isolation *i;

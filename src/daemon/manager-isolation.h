@@ -12,4 +12,4 @@
 extern const ManagerListener manager_isolation_listener;
 
 /* Isolation*, sorted by unit name; borrowed. */
-GPtrArray *manager_isolation_list(Manager *m);
+GPtrArray *manager_isolation_list(const Manager *m);

@@ -4,8 +4,8 @@
 
 /* The one line systemctl status shows (STATUS=), and READY=1 once the units are listed. */
 
-static void update_status(Manager *m) {
-        g_autoptr(GString) s = g_string_new(NULL);
+char *manager_status_text(const Manager *m) {
+        GString *s = g_string_new(NULL);
         unsigned n_active = m->plan.n_active;
         char buf[24], buf2[24];
 
@@ -22,29 +22,62 @@ static void update_status(Manager *m) {
         if (m->drift.conflicts->len > 0)
                 g_string_append_printf(s, "; %u knob(s) left to a writer that keeps rewriting them",
                                        m->drift.conflicts->len);
+        return g_string_free(s, FALSE);
+}
 
-        if (!streq_ptr(m->status, s->str)) {
-                g_free(m->status);
-                m->status = g_strdup(s->str);
-                g_string_prepend(s, "STATUS=");
-                (void) service_notify(m->notifier, s->str);
-        }
+/* The listener's own state: what it last told the service manager. */
+typedef struct ServiceStatus {
+        char *sent;     /* the last STATUS= text */
+        bool ready_sent;
+} ServiceStatus;
+
+static void update_status(Manager *m, ServiceStatus *st) {
+        g_autofree char *text = manager_status_text(m);
+        g_autofree char *line = NULL;
+
+        if (streq_ptr(st->sent, text))
+                return;
+        line = g_strconcat("STATUS=", text, NULL);
+        (void) service_notify(m->notifier, line);
+        g_free(st->sent);
+        st->sent = TAKE_PTR(text);
 }
 
 static void on_applied(Manager *m, const ApplyReport *report, void *userdata) {
-        update_status(m);
-        if (!m->ready_sent && m->units && unit_tracker_is_ready(m->units)) {
+        ServiceStatus *st = userdata;
+
+        update_status(m, st);
+        if (!st->ready_sent && m->units && unit_tracker_is_ready(m->units)) {
                 (void) service_notify(m->notifier, "READY=1");
-                m->ready_sent = true;
+                st->ready_sent = true;
         }
 }
 
 static void on_storm_event(Manager *m, StormEvent event, StormKind kind, const StormFigures *figures,
                            void *userdata) {
-        update_status(m);
+        update_status(m, userdata);
 }
 
-const ManagerListener manager_status_listener = {
+/* The line counts the drift conflicts, which change without an apply when one ends; the Status
+ * property reads the same text at once. */
+static void on_drift(Manager *m, const DriftEvent *events, size_t n_events, void *userdata) {
+        update_status(m, userdata);
+}
+
+static void on_free(Manager *m, void *userdata) {
+        ServiceStatus *st = userdata;
+
+        g_free(st->sent);
+        g_free(st);
+}
+
+static const ManagerListener status_listener = {
         .applied = on_applied,
         .storm_event = on_storm_event,
+        .drift = on_drift,
+        .free = on_free,
 };
+
+void manager_status_attach(Manager *m) {
+        manager_add_listener(m, &status_listener, g_new0(ServiceStatus, 1));
+}

@@ -24,6 +24,7 @@ typedef struct UsageRow {
 struct UsageRequest {
         unsigned ref;            /* the request itself, plus one per call in flight */
         Manager *m;
+        BusData *bus;            /* whose list holds it; NULL once the bus listener is freed */
         sd_bus_message *call;    /* NULL once answered with an error */
         GPtrArray *rows;         /* UsageRow* */
         GPtrArray *policy_names; /* char* */
@@ -39,24 +40,26 @@ static void usage_row_free(gpointer p) {
         g_free(row);
 }
 
-static UsageRequest *usage_request_new(Manager *m, sd_bus_message *call) {
+static UsageRequest *usage_request_new(BusData *d, sd_bus_message *call) {
         UsageRequest *req = g_new0(UsageRequest, 1);
 
         req->ref = 1;
-        req->m = m;
+        req->m = d->m;
+        req->bus = d;
         req->call = sd_bus_message_ref(call);
         req->rows = g_ptr_array_new_with_free_func(usage_row_free);
         req->policy_names = g_ptr_array_new_with_free_func(g_free);
-        if (!m->usage_requests)
-                m->usage_requests = g_ptr_array_new();
-        g_ptr_array_add(m->usage_requests, req);
+        if (!d->usage_requests)
+                d->usage_requests = g_ptr_array_new();
+        g_ptr_array_add(d->usage_requests, req);
         return req;
 }
 
 static void usage_request_unref(UsageRequest *req) {
         if (!req || --req->ref > 0)
                 return;
-        g_ptr_array_remove_fast(req->m->usage_requests, req);
+        if (req->bus)
+                g_ptr_array_remove_fast(req->bus->usage_requests, req);
         sd_bus_message_unref(req->call);
         g_ptr_array_unref(req->rows);
         g_ptr_array_unref(req->policy_names);
@@ -190,20 +193,20 @@ static int ask_processes(Manager *m, UsageRow *row) {
 }
 
 int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusData *d = userdata;
         _cleanup_(usage_request_unrefp) UsageRequest *req = NULL;
         int r;
 
-        if (m->usage_requests && m->usage_requests->len >= USAGE_REQUESTS_MAX)
+        if (d->usage_requests && d->usage_requests->len >= USAGE_REQUESTS_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "%u GetUnitUsage() calls are already waiting; try again later.", USAGE_REQUESTS_MAX);
 
-        req = usage_request_new(m, msg);
+        req = usage_request_new(d, msg);
         collect_units(req);
         if (req->rows->len > 0)
                 log_debug("GetUnitUsage: asking the systemd manager for the processes of %u unit(s).", req->rows->len);
         for (guint i = 0; i < req->rows->len; i++) {
-                r = ask_processes(m, g_ptr_array_index(req->rows, i));
+                r = ask_processes(d->m, g_ptr_array_index(req->rows, i));
                 if (r < 0) {
                         /* sd-bus answers with the error; the calls in flight must not answer again. */
                         req->call = sd_bus_message_unref(req->call);
@@ -219,15 +222,26 @@ int method_get_unit_usage(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 /* Callers get an answer rather than a vanished peer; and a request that still holds its call
  * holds the bus, which would then never be freed with the calls in flight. */
-void manager_usage_fail_pending(Manager *m) {
-        if (!m->usage_requests)
+void manager_usage_fail_pending(BusData *d) {
+        if (!d->usage_requests)
                 return;
-        for (guint i = 0; i < m->usage_requests->len; i++) {
-                UsageRequest *req = g_ptr_array_index(m->usage_requests, i);
+        for (guint i = 0; i < d->usage_requests->len; i++) {
+                UsageRequest *req = g_ptr_array_index(d->usage_requests, i);
 
                 if (!req->call)
                         continue;
                 (void) sd_bus_reply_method_errorf(req->call, THPD_ERROR_FAILED, "thpd is stopping.");
                 req->call = sd_bus_message_unref(req->call);
         }
+}
+
+/* The requests with calls in flight outlive the list: they go when the bus, which Manager
+ * closes after the listeners, ends those calls. Answered already, they need nothing else. */
+void manager_usage_release(BusData *d) {
+        manager_usage_fail_pending(d);
+        if (!d->usage_requests)
+                return;
+        for (guint i = 0; i < d->usage_requests->len; i++)
+                ((UsageRequest *) g_ptr_array_index(d->usage_requests, i))->bus = NULL;
+        g_clear_pointer(&d->usage_requests, g_ptr_array_unref);
 }

@@ -101,8 +101,6 @@ Manager *manager_free(Manager *m) {
         manager_drift_stop(m);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
-        /* After the bus: freeing it ends the calls in flight, which leave this list. */
-        g_clear_pointer(&m->usage_requests, g_ptr_array_unref);
         candidate_state_done(&m->candidates);
         g_ptr_array_unref(m->policies);
         g_ptr_array_unref(m->policy_files);
@@ -116,7 +114,6 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->listeners);
         knob_files_close(&m->knob_files);
         pool_files_close(&m->pool_files);
-        g_free(m->status);
         service_notifier_free(m->notifier);
         settings_done(&m->settings);
         g_free(m->sysfs_root);
@@ -408,7 +405,7 @@ static gint compare_positioned(gconstpointer a, gconstpointer b) {
         return x < y ? -1 : x > y;
 }
 
-GPtrArray *manager_live_policies(Manager *m) {
+GPtrArray *manager_live_policies(const Manager *m) {
         guint n = g_hash_table_size(m->plan.live_policies), i = 0;
         g_autofree PositionedPolicy *sorted = g_new(PositionedPolicy, MAX(n, 1u));
         GPtrArray *live = g_ptr_array_sized_new(n);

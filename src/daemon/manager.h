@@ -88,12 +88,10 @@ typedef struct Manager {
         sd_event_source *grace_timer, *override_timer;
         sd_event_source *apply_event;  /* coalesces a burst of unit signals into one apply */
         sd_event_source *trim_timer;   /* hands freed heap back to the kernel after a burst */
-        bool ready_sent;
         /* SIGTERM came from a restart job: the next instance takes over the knobs as they are. */
         bool handing_over;
         bool applied_once;
         unsigned apply_generation;
-        char *status;
         ServiceNotifier *notifier;     /* READY=1, STATUS= to the service manager */
         /* The unit record in the runtime directory: whether this instance wrote its snapshot
          * (then changes are appended), how long that was and how much has been appended since. */
@@ -110,13 +108,11 @@ typedef struct Manager {
         uint64_t start_time_usec;      /* CLOCK_REALTIME */
         MetricsCounters counters;
         unsigned last_apply_errors;    /* knobs and pools the last apply could not read or set */
-        GPtrArray *usage_requests;     /* UsageRequest*: GetUnitUsage calls waiting for the systemd manager */
 
         /* Names of the Scope=auto policies the last apply met per service (resolve_per_service()). */
         GHashTable *per_service;
 
         GArray *listeners;             /* ManagerListenerEntry */
-        void *bus_data;                /* owned by manager-bus.c */
 } Manager;
 
 /* What an apply did, for the listeners to publish. */
@@ -192,7 +188,7 @@ int manager_read_knob(Manager *m, Knob k, KnobValue *ret);
 bool manager_knob_resolved(const Manager *m, Knob k);
 /* The policies active or holding a pool after a stop (borrowed Policy*), in policy order: with
  * thousands of policies loaded, what the properties list. */
-GPtrArray *manager_live_policies(Manager *m);
+GPtrArray *manager_live_policies(const Manager *m);
 /* The most severe phase over the storm kinds; calm without a watcher. */
 StormPhase manager_storm_phase(const Manager *m);
 
