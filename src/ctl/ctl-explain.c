@@ -38,7 +38,8 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
 }
 
 /* "" on the bus means "none"; JSON says null. */
-static int print_json(CtlOutput *out, GArray *votes, GArray *isolated, const CtlProperties *props, const char *only_knob) {
+static int print_json(CtlOutput *out, GArray *votes, const CtlProperties *props, const char *only_knob) {
+        static const char *const members[] = { "IsolatedServices", "DriftConflicts", "RecentDrift" };
         g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
@@ -68,9 +69,11 @@ static int print_json(CtlOutput *out, GArray *votes, GArray *isolated, const Ctl
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);
-        ctl_isolated_services_to_json(b, "isolated_services", isolated);
-        ctl_drift_conflicts_to_json(b, "drift_conflicts", props->drift_conflicts, only_knob);
-        ctl_recent_drift_to_json(b, "recent_drift", props->recent_drift, only_knob);
+        for (size_t i = 0; i < ELEMENTSOF(members); i++) {
+                g_autoptr(CtlTable) t = ctl_property_table(props, members[i], only_knob);
+
+                ctl_table_to_json(t, b, ctl_property_json_key(members[i]));
+        }
         ctl_json_end_object(b);
         return ctl_json_print(b, out->f);
 }
@@ -202,7 +205,7 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 }
 
         if (o->json)
-                return print_json(out, votes, isolated, &props, argc > 0 ? argv[0] : NULL);
+                return print_json(out, votes, &props, argc > 0 ? argv[0] : NULL);
         print_text(out, votes);
         print_isolated(out, isolated);
         print_drift(out, &props, argc > 0 ? argv[0] : NULL);

@@ -2,6 +2,7 @@
 #include "ctl-bus.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "log.h"
 #include "util.h"
 
@@ -567,135 +568,193 @@ void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy
         ctl_json_end_object(b);
 }
 
-void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < conflicts->len; i++) {
-                const CtlDriftConflict *c = &g_array_index(conflicts, CtlDriftConflict, i);
-
-                if (only_knob && !streq(c->knob, only_knob))
-                        continue;
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", c->knob);
-                ctl_json_string(b, "writer", empty_to_null(c->writer));
-                ctl_json_string(b, "value", c->value);
-                ctl_json_time(b, "since", c->since);
-                ctl_json_string(b, "message", c->text);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
-void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < drift->len; i++) {
-                const CtlDrift *d = &g_array_index(drift, CtlDrift, i);
-
-                if (only_knob && !streq(d->knob, only_knob))
-                        continue;
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", d->knob);
-                ctl_json_string(b, "expected", empty_to_null(d->expected));
-                ctl_json_string(b, "found", empty_to_null(d->found));
-                ctl_json_string(b, "writer", empty_to_null(d->writer));
-                ctl_json_string(b, "writer_text", d->who);
-                ctl_json_string(b, "action", d->action);
-                ctl_json_time(b, "when", d->when);
-                ctl_json_time(b, "written", d->written);
-                if (d->wrong_usec > 0)
-                        ctl_json_uint(b, "wrong_usec", d->wrong_usec);
-                else
-                        ctl_json_null(b, "wrong_usec");
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
 static bool wanted(char *const *names, const char *name) {
         return !names || g_strv_contains((const char *const *) names, name);
 }
 
-/* "" on the bus means "none"; JSON says null. */
-static void knobs_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
+/* The list properties as tables: JSON keys for --json, titles for show's NAME.ID.TITLE=. A column's
+ * title is its name in show; the first titled column names the row. "" on the bus means "none":
+ * JSON says null, show an empty value. */
+static CtlTable *knobs_table(const CtlProperties *p) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "Knob", "knob");
+        ctl_table_add_column(t, "Applied", "applied");
+        ctl_table_add_column(t, "Target", "target");
+        ctl_table_add_column(t, "Baseline", "baseline");
+        ctl_table_add_column(t, "Source", "source");
+        ctl_table_add_column(t, "Policy", "policy");
+        ctl_table_add_column(t, "Unit", "unit");
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", k->name);
-                ctl_json_string(b, "applied", empty_to_null(k->applied));
-                ctl_json_string(b, "target", empty_to_null(k->target));
-                ctl_json_string(b, "baseline", empty_to_null(k->baseline));
-                ctl_json_string(b, "source", empty_to_null(k->source));
-                ctl_json_string(b, "policy", empty_to_null(k->policy));
-                ctl_json_string(b, "unit", empty_to_null(k->unit));
-                ctl_json_end_object(b);
+                ctl_table_add_string(t, k->name);
+                ctl_table_add_string(t, empty_to_null(k->applied));
+                ctl_table_add_string(t, empty_to_null(k->target));
+                ctl_table_add_string(t, empty_to_null(k->baseline));
+                ctl_table_add_string(t, empty_to_null(k->source));
+                ctl_table_add_string(t, empty_to_null(k->policy));
+                ctl_table_add_string(t, empty_to_null(k->unit));
         }
-        ctl_json_end_array(b);
+        return t;
 }
 
-static void active_policies_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
+static CtlTable *active_policies_table(const CtlProperties *p) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "Policy", "policy");
+        ctl_table_add_column(t, "Units", "units");
         for (guint i = 0; i < p->active_policies->len; i++) {
                 const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "policy", a->name);
-                ctl_json_strv(b, "units", a->units);
-                ctl_json_end_object(b);
+                ctl_table_add_string(t, a->name);
+                ctl_table_add_strv(t, a->units);
         }
-        ctl_json_end_array(b);
+        return t;
 }
 
-static void pools_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
+/* show names a pool "2048kB" or "2048kB.node0"; JSON gives the size and node apart. */
+static CtlTable *pools_table(const CtlProperties *p) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, NULL, "page_size_kb");
+        ctl_table_add_column(t, NULL, "node");
+        ctl_table_add_column(t, "Pool", NULL);
+        ctl_table_add_column(t, "Target", "target");
+        ctl_table_add_column(t, "Allocated", "allocated");
+        ctl_table_add_column(t, "Free", "free");
+        ctl_table_add_column(t, "Shortfall", "shortfall");
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
+                g_autofree char *id = pool->node < 0 ? g_strdup_printf("%" PRIu64 "kB", pool->page_size_kb)
+                                                     : g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_uint(b, "page_size_kb", pool->page_size_kb);
+                ctl_table_add_uint(t, pool->page_size_kb);
                 if (pool->node >= 0)
-                        ctl_json_int(b, "node", pool->node);
+                        ctl_table_add_uint(t, (uint64_t) pool->node);
                 else
-                        ctl_json_null(b, "node");
-                ctl_json_uint(b, "target", pool->target);
-                ctl_json_uint(b, "allocated", pool->allocated);
-                ctl_json_uint(b, "free", pool->free);
-                ctl_json_string(b, "shortfall", empty_to_null(pool->shortfall));
-                ctl_json_end_object(b);
+                        ctl_table_add_string(t, NULL);
+                ctl_table_add_string(t, id);
+                ctl_table_add_uint(t, pool->target);
+                ctl_table_add_uint(t, pool->allocated);
+                ctl_table_add_uint(t, pool->free);
+                ctl_table_add_string(t, empty_to_null(pool->shortfall));
         }
-        ctl_json_end_array(b);
+        return t;
 }
 
-static void needs_restart_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
+static CtlTable *needs_restart_table(const CtlProperties *p) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "Unit", "unit");
+        ctl_table_add_column(t, "Policy", "policy");
         for (guint i = 0; i < p->needs_restart->len; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", pair->key);
-                ctl_json_string(b, "policy", pair->value);
-                ctl_json_end_object(b);
+                ctl_table_add_string(t, pair->key);
+                ctl_table_add_string(t, pair->value);
         }
-        ctl_json_end_array(b);
+        return t;
 }
 
-void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
+static CtlTable *isolated_table(const CtlProperties *p) {
+        CtlTable *t = ctl_table_new();
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", iso->unit);
-                ctl_json_string(b, "policy", iso->policy);
-                ctl_json_string(b, "thp", iso->thp);
-                ctl_json_string(b, "state", iso->state);
-                ctl_json_string(b, "note", empty_to_null(iso->note));
-                ctl_json_string(b, "scope", iso->scope);
-                ctl_json_string(b, "via", iso->via);
-                ctl_json_bool(b, "machine_wide", iso->machine_wide);
-                ctl_json_end_object(b);
+        ctl_table_add_column(t, "Unit", "unit");
+        ctl_table_add_column(t, "Policy", "policy");
+        ctl_table_add_column(t, "THP", "thp");
+        ctl_table_add_column(t, "State", "state");
+        ctl_table_add_column(t, "Note", "note");
+        ctl_table_add_column(t, "Scope", "scope");
+        ctl_table_add_column(t, "Via", "via");
+        ctl_table_add_column(t, "MachineWide", "machine_wide");
+        for (guint i = 0; i < p->isolated->len; i++) {
+                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+
+                ctl_table_add_string(t, iso->unit);
+                ctl_table_add_string(t, iso->policy);
+                ctl_table_add_string(t, iso->thp);
+                ctl_table_add_string(t, iso->state);
+                ctl_table_add_string(t, empty_to_null(iso->note));
+                ctl_table_add_string(t, iso->scope);
+                ctl_table_add_string(t, iso->via);
+                ctl_table_add_bool(t, iso->machine_wide);
         }
-        ctl_json_end_array(b);
+        return t;
+}
+
+static CtlTable *drift_conflicts_table(const CtlProperties *p, const char *only_knob) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "Knob", "knob");
+        ctl_table_add_column(t, "Writer", "writer");
+        ctl_table_add_column(t, "Value", "value");
+        ctl_table_add_column(t, "Since", "since");
+        ctl_table_add_column(t, "Message", "message");
+        for (guint i = 0; i < p->drift_conflicts->len; i++) {
+                const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
+
+                if (only_knob && !streq(c->knob, only_knob))
+                        continue;
+                ctl_table_add_string(t, c->knob);
+                ctl_table_add_string(t, empty_to_null(c->writer));
+                ctl_table_add_string(t, c->value);
+                ctl_table_add_time(t, c->since);
+                ctl_table_add_string(t, c->text);
+        }
+        return t;
+}
+
+/* JSON only: show gives each event one line of its own (see show_recent_drift()). */
+static CtlTable *recent_drift_table(const CtlProperties *p, const char *only_knob) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, NULL, "knob");
+        ctl_table_add_column(t, NULL, "expected");
+        ctl_table_add_column(t, NULL, "found");
+        ctl_table_add_column(t, NULL, "writer");
+        ctl_table_add_column(t, NULL, "writer_text");
+        ctl_table_add_column(t, NULL, "action");
+        ctl_table_add_column(t, NULL, "when");
+        ctl_table_add_column(t, NULL, "written");
+        ctl_table_add_column(t, NULL, "wrong_usec");
+        for (guint i = 0; i < p->recent_drift->len; i++) {
+                const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
+
+                if (only_knob && !streq(d->knob, only_knob))
+                        continue;
+                ctl_table_add_string(t, d->knob);
+                ctl_table_add_string(t, empty_to_null(d->expected));
+                ctl_table_add_string(t, empty_to_null(d->found));
+                ctl_table_add_string(t, empty_to_null(d->writer));
+                ctl_table_add_string(t, d->who);
+                ctl_table_add_string(t, d->action);
+                ctl_table_add_time(t, d->when);
+                ctl_table_add_time(t, d->written);
+                if (d->wrong_usec > 0)
+                        ctl_table_add_uint(t, d->wrong_usec);
+                else
+                        ctl_table_add_string(t, NULL);
+        }
+        return t;
+}
+
+CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob) {
+        if (streq(name, "Knobs"))
+                return knobs_table(p);
+        if (streq(name, "ActivePolicies"))
+                return active_policies_table(p);
+        if (streq(name, "HugeTLBPools"))
+                return pools_table(p);
+        if (streq(name, "NeedsRestart"))
+                return needs_restart_table(p);
+        if (streq(name, "IsolatedServices"))
+                return isolated_table(p);
+        if (streq(name, "DriftConflicts"))
+                return drift_conflicts_table(p, only_knob);
+        if (streq(name, "RecentDrift"))
+                return recent_drift_table(p, only_knob);
+        return NULL;
 }
 
 static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
@@ -737,21 +796,14 @@ static void diagnostics_to_json(const CtlProperties *p, const char *key, CtlJson
 
 static void property_to_json(const CtlProperties *p, const char *name, CtlJson *b) {
         const char *key = ctl_property_json_key(name);
+        g_autoptr(CtlTable) t = ctl_property_table(p, name, NULL);
 
-        if (streq(name, "Version"))
+        if (t)
+                ctl_table_to_json(t, b, key);
+        else if (streq(name, "Version"))
                 ctl_json_string(b, key, p->version);
         else if (streq(name, "Status"))
                 ctl_json_string(b, key, p->status);
-        else if (streq(name, "Knobs"))
-                knobs_to_json(p, key, b);
-        else if (streq(name, "ActivePolicies"))
-                active_policies_to_json(p, key, b);
-        else if (streq(name, "HugeTLBPools"))
-                pools_to_json(p, key, b);
-        else if (streq(name, "NeedsRestart"))
-                needs_restart_to_json(p, key, b);
-        else if (streq(name, "IsolatedServices"))
-                ctl_isolated_services_to_json(b, key, p->isolated);
         else if (streq(name, "Override"))
                 override_to_json(p, key, b);
         else if (streq(name, "OverrideExpiresAt"))
@@ -764,10 +816,6 @@ static void property_to_json(const CtlProperties *p, const char *name, CtlJson *
                 storms_to_json(p, key, b);
         else if (streq(name, "PolicyDiagnostics"))
                 diagnostics_to_json(p, key, b);
-        else if (streq(name, "DriftConflicts"))
-                ctl_drift_conflicts_to_json(b, key, p->drift_conflicts, NULL);
-        else if (streq(name, "RecentDrift"))
-                ctl_recent_drift_to_json(b, key, p->recent_drift, NULL);
 }
 
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b) {

@@ -6,6 +6,7 @@
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "ctl-table.h"
 #include "ctl-terminal.h"
 #include "ctl.h"
 
@@ -113,11 +114,10 @@ void ctl_properties_done(CtlProperties *p);
 
 /* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
 void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy);
-/* IsolatedServices (CtlIsolation) as a JSON array under key. */
-void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated);
-/* DriftConflicts and RecentDrift as the array member key; only_knob: that knob's rows only. */
-void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob);
-void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob);
+/* A property that is a list of rows (Knobs, IsolatedServices, ...) as a table, for its JSON and
+ * for show; NULL for any other. only_knob: for DriftConflicts and RecentDrift, the rows of that
+ * knob only. */
+CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b);

@@ -448,101 +448,11 @@ static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
         ctl_printf(out, "%s\n", value ?: "");
 }
 
-static void show_knobs(CtlOutput *out, const CtlProperties *p) {
-        for (guint i = 0; i < p->knobs->len; i++) {
-                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-
-                kv(out, k->applied, "Knobs.%s.Applied", k->name);
-                kv(out, k->target, "Knobs.%s.Target", k->name);
-                kv(out, k->baseline, "Knobs.%s.Baseline", k->name);
-                kv(out, k->source, "Knobs.%s.Source", k->name);
-                kv(out, k->policy, "Knobs.%s.Policy", k->name);
-                kv(out, k->unit, "Knobs.%s.Unit", k->name);
-        }
-}
-
-static void show_active_policies(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) names = g_string_new(NULL);
-
-        for (guint i = 0; i < p->active_policies->len; i++)
-                g_string_append_printf(names, "%s%s", i > 0 ? " " : "", g_array_index(p->active_policies, CtlActivePolicy, i).name);
-        kv(out, names->str, "ActivePolicies");
-        for (guint i = 0; i < p->active_policies->len; i++) {
-                const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
-                g_autofree char *units = g_strjoinv(" ", a->units);
-
-                kv(out, units, "ActivePolicies.%s.Units", a->name);
-        }
-}
-
-static char *pool_id(const CtlPool *pool) {
-        if (pool->node < 0)
-                return g_strdup_printf("%" PRIu64 "kB", pool->page_size_kb);
-        return g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
-}
-
 static void show_number(CtlOutput *out, uint64_t value, const char *key) {
         char buf[24];
 
         snprintf(buf, sizeof buf, "%" PRIu64, value);
         kv(out, buf, "%s", key);
-}
-
-static void show_pools(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) ids = g_string_new(NULL);
-
-        for (guint i = 0; i < p->pools->len; i++) {
-                g_autofree char *id = pool_id(&g_array_index(p->pools, CtlPool, i));
-
-                g_string_append_printf(ids, "%s%s", i > 0 ? " " : "", id);
-        }
-        kv(out, ids->str, "HugeTLBPools");
-        for (guint i = 0; i < p->pools->len; i++) {
-                const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-                g_autofree char *id = pool_id(pool);
-
-                static const char *const fields[] = { "Target", "Allocated", "Free" };
-                const uint64_t values[] = { pool->target, pool->allocated, pool->free };
-
-                for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
-                        g_autofree char *key = g_strdup_printf("HugeTLBPools.%s.%s", id, fields[f]);
-
-                        show_number(out, values[f], key);
-                }
-                kv(out, pool->shortfall, "HugeTLBPools.%s.Shortfall", id);
-        }
-}
-
-static void show_needs_restart(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) units = g_string_new(NULL);
-
-        for (guint i = 0; i < p->needs_restart->len; i++)
-                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->needs_restart, CtlPair, i).key);
-        kv(out, units->str, "NeedsRestart");
-        for (guint i = 0; i < p->needs_restart->len; i++) {
-                const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
-
-                kv(out, pair->value, "NeedsRestart.%s.Policy", pair->key);
-        }
-}
-
-static void show_isolated(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) units = g_string_new(NULL);
-
-        for (guint i = 0; i < p->isolated->len; i++)
-                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->isolated, CtlIsolation, i).unit);
-        kv(out, units->str, "IsolatedServices");
-        for (guint i = 0; i < p->isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
-
-                kv(out, iso->policy, "IsolatedServices.%s.Policy", iso->unit);
-                kv(out, iso->thp, "IsolatedServices.%s.THP", iso->unit);
-                kv(out, iso->state, "IsolatedServices.%s.State", iso->unit);
-                kv(out, iso->note, "IsolatedServices.%s.Note", iso->unit);
-                kv(out, iso->scope, "IsolatedServices.%s.Scope", iso->unit);
-                kv(out, iso->via, "IsolatedServices.%s.Via", iso->unit);
-                kv(out, iso->machine_wide ? "yes" : "no", "IsolatedServices.%s.MachineWide", iso->unit);
-        }
 }
 
 static void show_override(CtlOutput *out, const CtlProperties *p) {
@@ -586,25 +496,6 @@ static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
-/* DriftConflicts=KNOB… then per knob its writer, value, start and message. */
-static void show_drift_conflicts(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) knobs = g_string_new(NULL);
-
-        for (guint i = 0; i < p->drift_conflicts->len; i++)
-                g_string_append_printf(knobs, "%s%s", i > 0 ? " " : "",
-                                       g_array_index(p->drift_conflicts, CtlDriftConflict, i).knob);
-        kv(out, knobs->str, "DriftConflicts");
-        for (guint i = 0; i < p->drift_conflicts->len; i++) {
-                const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
-                g_autofree char *key = g_strdup_printf("DriftConflicts.%s.Since", c->knob);
-
-                kv(out, c->writer, "DriftConflicts.%s.Writer", c->knob);
-                kv(out, c->value, "DriftConflicts.%s.Value", c->knob);
-                show_number(out, c->since, key);
-                kv(out, c->text, "DriftConflicts.%s.Message", c->knob);
-        }
-}
-
 /* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN WRITTEN WRONG_USEC";
  * writer "-" when unknown, so that the fields split on spaces; WRITTEN and WRONG_USEC 0 when the
  * write was not seen or the item not restored. */
@@ -621,21 +512,16 @@ static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
+/* Knobs lists no names first: every knob the kernel has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        if (streq(name, "Version"))
+        g_autoptr(CtlTable) t = streq(name, "RecentDrift") ? NULL : ctl_property_table(p, name, NULL);
+
+        if (t)
+                ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
+        else if (streq(name, "Version"))
                 kv(out, p->version, "%s", name);
         else if (streq(name, "Status"))
                 kv(out, p->status, "%s", name);
-        else if (streq(name, "Knobs"))
-                show_knobs(out, p);
-        else if (streq(name, "ActivePolicies"))
-                show_active_policies(out, p);
-        else if (streq(name, "HugeTLBPools"))
-                show_pools(out, p);
-        else if (streq(name, "NeedsRestart"))
-                show_needs_restart(out, p);
-        else if (streq(name, "IsolatedServices"))
-                show_isolated(out, p);
         else if (streq(name, "Override"))
                 show_override(out, p);
         else if (streq(name, "OverrideExpiresAt"))
@@ -648,8 +534,6 @@ static void show_property(CtlOutput *out, const CtlProperties *p, const char *na
                 show_storms(out, p);
         else if (streq(name, "PolicyDiagnostics"))
                 show_diagnostics(out, p);
-        else if (streq(name, "DriftConflicts"))
-                show_drift_conflicts(out, p);
         else if (streq(name, "RecentDrift"))
                 show_recent_drift(out, p);
 }

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
 #include "ctl-table.h"
 #include "util.h"
 
@@ -6,12 +8,16 @@ typedef enum CellType {
         CELL_STRING,
         CELL_STRV,
         CELL_JSON,
+        CELL_UINT,
+        CELL_BOOL,
+        CELL_TIME,
 } CellType;
 
 typedef struct Cell {
         CellType type;
         char *string; /* the string, or the JSON text; NULL: none */
         char **strv;
+        uint64_t number; /* CELL_UINT, CELL_TIME; CELL_BOOL: 0 or 1 */
         const char *color; /* NULL: not coloured */
 } Cell;
 
@@ -95,6 +101,18 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
         add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(value)) });
 }
 
+void ctl_table_add_uint(CtlTable *t, uint64_t value) {
+        add_cell(t, (Cell) { .type = CELL_UINT, .number = value });
+}
+
+void ctl_table_add_bool(CtlTable *t, bool value) {
+        add_cell(t, (Cell) { .type = CELL_BOOL, .number = value });
+}
+
+void ctl_table_add_time(CtlTable *t, uint64_t realtime_usec) {
+        add_cell(t, (Cell) { .type = CELL_TIME, .number = realtime_usec });
+}
+
 void ctl_table_set_color(CtlTable *t, CtlColor color) {
         g_assert(t->cells->len > 0);
         g_array_index(t->cells, Cell, t->cells->len - 1).color = ctl_color(color);
@@ -114,6 +132,10 @@ static char *cell_text(const CtlTable *t, const Cell *c) {
                 return g_strjoinv(" ", c->strv);
         if (c->type == CELL_STRING && c->string)
                 return g_strdup(c->string);
+        if (c->type == CELL_UINT || c->type == CELL_TIME)
+                return g_strdup_printf("%" PRIu64, c->number);
+        if (c->type == CELL_BOOL)
+                return g_strdup(c->number ? "yes" : "no");
         return g_strdup(t->empty);
 }
 
@@ -199,6 +221,45 @@ void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
         }
 }
 
+/* The first column with a title names the rows. */
+static size_t id_column(const CtlTable *t) {
+        for (size_t i = 0; i < t->columns->len; i++)
+                if (g_array_index(t->columns, Column, i).header)
+                        return i;
+        g_assert_not_reached();
+}
+
+static void print_keyed_line(CtlOutput *out, const char *key, const char *value, bool value_only) {
+        if (value_only)
+                ctl_printf(out, "%s\n", value);
+        else
+                ctl_printf(out, "%s=%s\n", key, value);
+}
+
+void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only) {
+        size_t rows = ctl_table_rows(t), id = id_column(t);
+        g_auto(GStrv) ids = g_new0(char *, rows + 1);
+
+        for (size_t r = 0; r < rows; r++)
+                ids[r] = cell_text(t, cell_at(t, r, id));
+        if (list) {
+                g_autofree char *joined = g_strjoinv(" ", ids);
+
+                print_keyed_line(out, name, joined, value_only);
+        }
+        for (size_t r = 0; r < rows; r++)
+                for (size_t i = id + 1; i < t->columns->len; i++) {
+                        const char *header = g_array_index(t->columns, Column, i).header;
+                        g_autofree char *key = NULL, *text = NULL;
+
+                        if (!header)
+                                continue;
+                        key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
+                        text = cell_text(t, cell_at(t, r, i));
+                        print_keyed_line(out, key, text, value_only);
+                }
+}
+
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {
         for (size_t i = 0; i < t->columns->len; i++) {
                 const char *key = g_array_index(t->columns, Column, i).json_key;
@@ -215,6 +276,15 @@ void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {
                         break;
                 case CELL_JSON:
                         ctl_json_raw(j, key, c->string);
+                        break;
+                case CELL_UINT:
+                        ctl_json_uint(j, key, c->number);
+                        break;
+                case CELL_BOOL:
+                        ctl_json_bool(j, key, c->number);
+                        break;
+                case CELL_TIME:
+                        ctl_json_time(j, key, c->number);
                         break;
                 }
         }

@@ -39,6 +39,13 @@ void ctl_table_set_empty_string(CtlTable *t, const char *empty);
 void ctl_table_add_string(CtlTable *t, const char *value);
 /* A list: an array in JSON, the elements separated by a blank in text. */
 void ctl_table_add_strv(CtlTable *t, char *const *values);
+/* A number; in text in decimal. */
+void ctl_table_add_uint(CtlTable *t, uint64_t value);
+/* true or false in JSON, yes or no in text. */
+void ctl_table_add_bool(CtlTable *t, bool value);
+/* A CLOCK_REALTIME time in µs, 0 for none: in JSON a timestamp and its KEY_usec twin
+ * (ctl_json_time()), in text the number. */
+void ctl_table_add_time(CtlTable *t, uint64_t realtime_usec);
 /* A value only JSON shows, as it is: the text of a finished document (ctl_json_text()). */
 void ctl_table_add_json(CtlTable *t, const CtlJson *value);
 /* Colours the last cell added, in text: the colour, the padded value, then the normal colour. */
@@ -50,6 +57,10 @@ size_t ctl_table_rows(const CtlTable *t);
  * is not padded); with header, a bold line of the titles first. The lines are cut as out cuts
  * them. */
 void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header);
+/* As show prints a property that is a list: with list, "NAME=ID ID ..." first; then for each row
+ * "NAME.ID.TITLE=text" for each later column with a title, where the first column with a title
+ * gives the ID. value_only: what follows "=" only (show --value). */
+void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only);
 /* Row row as the members of an object, in column order, for a caller that adds more. */
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j);
 /* "key": [ {row}, ... ]; key NULL inside an array. */
