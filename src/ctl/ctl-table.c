@@ -6,18 +6,15 @@
 
 typedef enum CellType {
         CELL_STRING,
-        CELL_STRV,
         CELL_JSON,
-        CELL_UINT,
-        CELL_BOOL,
         CELL_TIME,
 } CellType;
 
 typedef struct Cell {
         CellType type;
         char *string; /* the string, or the JSON text; NULL: none */
-        char **strv;
-        uint64_t number; /* CELL_UINT, CELL_TIME; CELL_BOOL: 0 or 1 */
+        char *text;   /* CELL_JSON: what text shows (a list, a number, yes or no); NULL: nothing */
+        uint64_t number; /* CELL_TIME */
         const char *color; /* NULL: not coloured */
 } Cell;
 
@@ -37,7 +34,7 @@ static void cell_clear(gpointer p) {
         Cell *c = p;
 
         g_free(c->string);
-        g_strfreev(c->strv);
+        g_free(c->text);
 }
 
 CtlTable *ctl_table_new(void) {
@@ -94,7 +91,11 @@ void ctl_table_add_string(CtlTable *t, const char *value) {
 }
 
 void ctl_table_add_strv(CtlTable *t, char *const *values) {
-        add_cell(t, (Cell) { .type = CELL_STRV, .strv = g_strdupv((char **) values) });
+        g_autoptr(CtlJson) j = ctl_json_new();
+
+        ctl_json_strv(j, NULL, values);
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(j)),
+                             .text = values && values[0] ? g_strjoinv(" ", (char **) values) : NULL });
 }
 
 void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
@@ -102,11 +103,13 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
 }
 
 void ctl_table_add_uint(CtlTable *t, uint64_t value) {
-        add_cell(t, (Cell) { .type = CELL_UINT, .number = value });
+        char *number = g_strdup_printf("%" PRIu64, value);
+
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = number, .text = g_strdup(number) });
 }
 
 void ctl_table_add_bool(CtlTable *t, bool value) {
-        add_cell(t, (Cell) { .type = CELL_BOOL, .number = value });
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(value ? "true" : "false"), .text = g_strdup(value ? "yes" : "no") });
 }
 
 void ctl_table_add_time(CtlTable *t, uint64_t realtime_usec) {
@@ -128,14 +131,12 @@ static const Cell *cell_at(const CtlTable *t, size_t row, size_t column) {
 
 /* A cell's text; JSON-only values have none. */
 static char *cell_text(const CtlTable *t, const Cell *c) {
-        if (c->type == CELL_STRV && c->strv && c->strv[0])
-                return g_strjoinv(" ", c->strv);
         if (c->type == CELL_STRING && c->string)
                 return g_strdup(c->string);
-        if (c->type == CELL_UINT || c->type == CELL_TIME)
+        if (c->type == CELL_JSON && c->text)
+                return g_strdup(c->text);
+        if (c->type == CELL_TIME)
                 return g_strdup_printf("%" PRIu64, c->number);
-        if (c->type == CELL_BOOL)
-                return g_strdup(c->number ? "yes" : "no");
         return g_strdup(t->empty);
 }
 
@@ -271,17 +272,8 @@ void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {
                 case CELL_STRING:
                         ctl_json_string(j, key, c->string);
                         break;
-                case CELL_STRV:
-                        ctl_json_strv(j, key, c->strv);
-                        break;
                 case CELL_JSON:
                         ctl_json_raw(j, key, c->string);
-                        break;
-                case CELL_UINT:
-                        ctl_json_uint(j, key, c->number);
-                        break;
-                case CELL_BOOL:
-                        ctl_json_bool(j, key, c->number);
                         break;
                 case CELL_TIME:
                         ctl_json_time(j, key, c->number);
