@@ -26,6 +26,7 @@ typedef struct CtlPool {
         int32_t node;
         uint64_t target, allocated, free;
         char *shortfall;
+        char *name; /* as show names it: "2048kB", "2048kB.node0" */
 } CtlPool;
 
 typedef struct CtlPair {

@@ -512,9 +512,12 @@ static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
-/* Knobs lists no names first: every knob the kernel has is there. */
+/* A list property's rows as NAME.ID.FIELD=, but for those with a form of their own: a problem as
+ * verify prints it, a drift event in one line. Knobs lists no names first: every knob the kernel
+ * has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        g_autoptr(CtlTable) t = streq(name, "RecentDrift") ? NULL : ctl_property_table(p, name, NULL);
+        bool own_form = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
+        g_autoptr(CtlTable) t = own_form ? NULL : ctl_property_table(p, name, NULL);
 
         if (t)
                 ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
