@@ -48,8 +48,9 @@ struct RowType {
         GDestroyNotify clear;      /* row_clear() of this type, for g_array_set_clear_func() */
 };
 
-/* A field of the C type ctype's member. */
+/* A field of the C type ctype's member; ROWS() one of FIELD_ROWS. */
 #define FIELD(t, k, ty, ctype, member) { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member) }
+#define ROWS(t, k, ctype, member, r) { .title = (t), .json_key = (k), .type = FIELD_ROWS, .offset = offsetof(ctype, member), .rows = (r) }
 
 static void row_clear(const RowType *type, void *row) {
         for (size_t i = 0; i < type->n_fields; i++) {
@@ -157,7 +158,7 @@ ROW_TYPE(figure_row, CtlFigure, "{sd}")
 static const Field storm_row_fields[] = {
         FIELD(NULL, NULL, FIELD_STRING, CtlStorm, kind),
         FIELD(NULL, NULL, FIELD_STRING, CtlStorm, phase),
-        { .type = FIELD_ROWS, .offset = offsetof(CtlStorm, figures), .rows = &figure_row },
+        ROWS(NULL, NULL, CtlStorm, figures, &figure_row),
 };
 ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
 
@@ -204,57 +205,53 @@ static const Field drift_row_fields[] = {
 static const size_t drift_json_order[] = { 0, 1, 2, 3, 8, 4, 5, 6, 7 };
 ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order)
 
-/* JSON keys are snake_case everywhere, so a property's key is not derived from its name. rows:
- * what a list property is a list of; offset: where CtlProperties keeps it. */
-static const struct {
-        const char *name, *key;
-        const RowType *rows;
-        size_t offset;
-} properties[] = {
-        { .name = "Version", .key = "version" },
-        { .name = "Status", .key = "status" },
-        { "Knobs", "knobs", &knob_row, offsetof(CtlProperties, knobs) },
-        { "ActivePolicies", "active_policies", &active_policy_row, offsetof(CtlProperties, active_policies) },
-        { "HugeTLBPools", "hugetlb_pools", &pool_row, offsetof(CtlProperties, pools) },
-        { "NeedsRestart", "needs_restart", &needs_restart_row, offsetof(CtlProperties, needs_restart) },
-        { "IsolatedServices", "isolated_services", &isolation_row, offsetof(CtlProperties, isolated) },
-        { "Override", "override", &override_row, offsetof(CtlProperties, override) },
-        { .name = "OverrideExpiresAt", .key = "override_expires_at" },
-        { .name = "StormState", .key = "storm_state" },
-        { .name = "StormAction", .key = "storm_action" },
-        { "Storms", "storms", &storm_row, offsetof(CtlProperties, storms) },
-        { "PolicyDiagnostics", "policy_diagnostics", &diagnostic_row, offsetof(CtlProperties, diagnostics) },
-        { "DriftConflicts", "drift_conflicts", &drift_conflict_row, offsetof(CtlProperties, drift_conflicts) },
-        { "RecentDrift", "recent_drift", &drift_row, offsetof(CtlProperties, recent_drift) },
+/* The properties, as the fields of one row: CtlProperties. JSON keys are snake_case everywhere, so
+ * a property's key is not derived from its name. */
+static const Field property_fields[] = {
+        FIELD("Version", "version", FIELD_STRING, CtlProperties, version),
+        FIELD("Status", "status", FIELD_STRING, CtlProperties, status),
+        ROWS("Knobs", "knobs", CtlProperties, knobs, &knob_row),
+        ROWS("ActivePolicies", "active_policies", CtlProperties, active_policies, &active_policy_row),
+        ROWS("HugeTLBPools", "hugetlb_pools", CtlProperties, pools, &pool_row),
+        ROWS("NeedsRestart", "needs_restart", CtlProperties, needs_restart, &needs_restart_row),
+        ROWS("IsolatedServices", "isolated_services", CtlProperties, isolated, &isolation_row),
+        ROWS("Override", "override", CtlProperties, override, &override_row),
+        FIELD("OverrideExpiresAt", "override_expires_at", FIELD_TIME, CtlProperties, override_expires_at),
+        FIELD("StormState", "storm_state", FIELD_STRING, CtlProperties, storm_state),
+        FIELD("StormAction", "storm_action", FIELD_STRING, CtlProperties, storm_action),
+        ROWS("Storms", "storms", CtlProperties, storms, &storm_row),
+        ROWS("PolicyDiagnostics", "policy_diagnostics", CtlProperties, diagnostics, &diagnostic_row),
+        ROWS("DriftConflicts", "drift_conflicts", CtlProperties, drift_conflicts, &drift_conflict_row),
+        ROWS("RecentDrift", "recent_drift", CtlProperties, recent_drift, &drift_row),
 };
 
-/* Where p keeps the rows of properties[i]; p is const for readers of the rows. */
-static GArray **property_rows(const CtlProperties *p, size_t i) {
-        return (GArray **) ((uint8_t *) p + properties[i].offset);
+static const RowType properties_row = {
+        .size = sizeof(CtlProperties),
+        .fields = property_fields,
+        .n_fields = ELEMENTSOF(property_fields),
+};
+
+/* A property's field in CtlProperties, or NULL. */
+static const Field *property_field(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (streq(property_fields[i].title, name))
+                        return &property_fields[i];
+        return NULL;
 }
 
-/* The index of a property in properties[], or -1. */
-static ssize_t property_index(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(properties); i++)
-                if (streq(properties[i].name, name))
-                        return (ssize_t) i;
-        return -1;
+/* Its rows, for a list property. The rows are read through a const p as well. */
+static GArray **field_rows(const CtlProperties *p, const Field *f) {
+        return (GArray **) ((uint8_t *) p + f->offset);
 }
 
 const char *ctl_property_json_key(const char *name) {
-        ssize_t i = property_index(name);
+        const Field *f = property_field(name);
 
-        return i >= 0 ? properties[i].key : NULL;
+        return f ? f->json_key : NULL;
 }
 
 void ctl_properties_done(CtlProperties *p) {
-        g_clear_pointer(&p->version, g_free);
-        g_clear_pointer(&p->status, g_free);
-        g_clear_pointer(&p->storm_state, g_free);
-        g_clear_pointer(&p->storm_action, g_free);
-        for (size_t i = 0; i < ELEMENTSOF(properties); i++)
-                if (properties[i].rows)
-                        g_clear_pointer(property_rows(p, i), g_array_unref);
+        row_clear(&properties_row, p);
 }
 
 static GArray *rows_new(const RowType *type) {
@@ -281,7 +278,8 @@ static int read_field(sd_bus_message *m, const Field *f, void *row) {
         case FIELD_STRV:
                 return sd_bus_message_read_strv(m, (char ***) p);
         case FIELD_ROWS:
-                *(GArray **) p = rows_new(f->rows);
+                if (!*(GArray **) p)
+                        *(GArray **) p = rows_new(f->rows);
                 return read_rows(m, f->rows, *(GArray **) p);
         case FIELD_UINT:
         case FIELD_UINT_OPTIONAL:
@@ -332,25 +330,22 @@ static int read_rows(sd_bus_message *m, const RowType *type, GArray *rows) {
         return sd_bus_message_exit_container(m);
 }
 
-static int read_string(sd_bus_message *m, char **ret) {
-        const char *s;
-        int r;
-
-        r = sd_bus_message_read(m, "s", &s);
-        if (r < 0)
-                return r;
-        *ret = g_strdup(s);
-        return 0;
-}
-
 char *ctl_drift_action(const CtlDrift *d) {
         if (d->wrong_usec == 0)
                 return g_strdup(d->action);
         return g_strdup_printf("%s after %" PRIu64 " ms", d->action, d->wrong_usec / 1000);
 }
 
+/* What the bus says a property's value is: a list of rows, a time or a string. */
+static char *property_signature(const Field *f) {
+        if (f->type == FIELD_ROWS)
+                return g_strconcat("a", f->rows->signature, NULL);
+        return g_strdup(f->type == FIELD_TIME ? "t" : "s");
+}
+
 static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) {
-        ssize_t i = property_index(name);
+        const Field *f = property_field(name);
+        g_autofree char *signature = f ? property_signature(f) : NULL;
         const char *contents;
         int r;
 
@@ -360,21 +355,11 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
         r = sd_bus_message_enter_container(m, 'v', contents);
         if (r < 0)
                 return r;
-
-        if (i >= 0 && properties[i].rows && contents[0] == 'a' && streq(contents + 1, properties[i].rows->signature))
-                r = read_rows(m, properties[i].rows, *property_rows(p, i));
-        else if (streq(name, "Version") && streq(contents, "s"))
-                r = read_string(m, &p->version);
-        else if (streq(name, "Status") && streq(contents, "s"))
-                r = read_string(m, &p->status);
-        else if (streq(name, "StormState") && streq(contents, "s"))
-                r = read_string(m, &p->storm_state);
-        else if (streq(name, "StormAction") && streq(contents, "s"))
-                r = read_string(m, &p->storm_action);
-        else if (streq(name, "OverrideExpiresAt") && streq(contents, "t"))
-                r = sd_bus_message_read(m, "t", &p->override_expires_at);
+        if (signature && streq(contents, signature))
+                r = read_field(m, f, p);
         else
-                /* A property from a newer daemon: not ours to show. */
+                /* A property from a newer daemon, or of a type this thpd-ctl does not know: not ours
+                 * to show. */
                 r = sd_bus_message_skip(m, contents);
         if (r < 0)
                 return r;
@@ -387,9 +372,10 @@ static int properties_from_reply(sd_bus_message *reply, CtlProperties *ret) {
         const char *name;
         int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(properties); i++)
-                if (properties[i].rows)
-                        *property_rows(&p, i) = rows_new(properties[i].rows);
+        /* A list the daemon does not have (an older thpd) is empty. */
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (property_fields[i].type == FIELD_ROWS)
+                        *field_rows(&p, &property_fields[i]) = rows_new(property_fields[i].rows);
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
                 r = sd_bus_message_read(reply, "s", &name);
@@ -583,12 +569,23 @@ static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_
 }
 
 CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob) {
-        ssize_t i = property_index(name);
+        const Field *f = property_field(name);
 
         /* Storms nest their figures and Override is one object: each has its own JSON and show. */
-        if (i < 0 || !properties[i].rows || streq(name, "Storms") || streq(name, "Override"))
+        if (!f || f->type != FIELD_ROWS || streq(name, "Storms") || streq(name, "Override"))
                 return NULL;
-        return rows_table(properties[i].rows, *property_rows(p, i), only_knob);
+        return rows_table(f->rows, *field_rows(p, f), only_knob);
+}
+
+char *ctl_property_text(const CtlProperties *p, const char *name) {
+        const Field *f = property_field(name);
+        const void *value = f ? (const uint8_t *) p + f->offset : NULL;
+
+        if (!f || f->type == FIELD_ROWS)
+                return NULL;
+        if (f->type == FIELD_TIME)
+                return g_strdup_printf("%" PRIu64, *(const uint64_t *) value);
+        return g_strdup(*(char *const *) value ?: "");
 }
 
 static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
@@ -621,30 +618,24 @@ static void storms_to_json(const CtlProperties *p, const char *key, CtlJson *b) 
         ctl_json_end_array(b);
 }
 
-static void property_to_json(const CtlProperties *p, const char *name, CtlJson *b) {
-        const char *key = ctl_property_json_key(name);
-        g_autoptr(CtlTable) t = ctl_property_table(p, name, NULL);
+static void property_to_json(const CtlProperties *p, const Field *f, CtlJson *b) {
+        g_autoptr(CtlTable) t = ctl_property_table(p, f->title, NULL);
+        const void *value = (const uint8_t *) p + f->offset;
 
         if (t)
-                ctl_table_to_json(t, b, key);
-        else if (streq(name, "Version"))
-                ctl_json_string(b, key, p->version);
-        else if (streq(name, "Status"))
-                ctl_json_string(b, key, p->status);
-        else if (streq(name, "Override"))
-                override_to_json(p, key, b);
-        else if (streq(name, "OverrideExpiresAt"))
-                ctl_json_time(b, key, p->override_expires_at);
-        else if (streq(name, "StormState"))
-                ctl_json_string(b, key, p->storm_state);
-        else if (streq(name, "StormAction"))
-                ctl_json_string(b, key, p->storm_action);
-        else if (streq(name, "Storms"))
-                storms_to_json(p, key, b);
+                ctl_table_to_json(t, b, f->json_key);
+        else if (streq(f->title, "Override"))
+                override_to_json(p, f->json_key, b);
+        else if (streq(f->title, "Storms"))
+                storms_to_json(p, f->json_key, b);
+        else if (f->type == FIELD_TIME)
+                ctl_json_time(b, f->json_key, *(const uint64_t *) value);
+        else
+                ctl_json_string(b, f->json_key, *(char *const *) value);
 }
 
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b) {
-        for (size_t i = 0; ctl_property_names[i]; i++)
-                if (wanted(names, ctl_property_names[i]))
-                        property_to_json(p, ctl_property_names[i], b);
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (wanted(names, property_fields[i].title))
+                        property_to_json(p, &property_fields[i], b);
 }

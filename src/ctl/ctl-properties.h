@@ -119,6 +119,9 @@ void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy
  * for show; NULL for any other. only_knob: for DriftConflicts and RecentDrift, the rows of that
  * knob only. */
 CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob);
+/* The value of a property that is a string or a time (in µs) as show prints it, "" for a string
+ * thpd did not send; NULL for a list. Freed with g_free(). */
+char *ctl_property_text(const CtlProperties *p, const char *name);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b);

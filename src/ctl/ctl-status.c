@@ -448,13 +448,6 @@ static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
         ctl_printf(out, "%s\n", value ?: "");
 }
 
-static void show_number(CtlOutput *out, uint64_t value, const char *key) {
-        char buf[24];
-
-        snprintf(buf, sizeof buf, "%" PRIu64, value);
-        kv(out, buf, "%s", key);
-}
-
 static void show_override(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) values = g_string_new(NULL);
 
@@ -518,21 +511,14 @@ static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
         bool own_form = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
         g_autoptr(CtlTable) t = own_form ? NULL : ctl_property_table(p, name, NULL);
+        g_autofree char *value = ctl_property_text(p, name);
 
-        if (t)
+        if (value)
+                kv(out, value, "%s", name);
+        else if (t)
                 ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
-        else if (streq(name, "Version"))
-                kv(out, p->version, "%s", name);
-        else if (streq(name, "Status"))
-                kv(out, p->status, "%s", name);
         else if (streq(name, "Override"))
                 show_override(out, p);
-        else if (streq(name, "OverrideExpiresAt"))
-                show_number(out, p->override_expires_at, name);
-        else if (streq(name, "StormState"))
-                kv(out, p->storm_state, "%s", name);
-        else if (streq(name, "StormAction"))
-                kv(out, p->storm_action, "%s", name);
         else if (streq(name, "Storms"))
                 show_storms(out, p);
         else if (streq(name, "PolicyDiagnostics"))
