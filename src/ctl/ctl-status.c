@@ -6,6 +6,7 @@
 #include "ctl-format.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "ctl-usage.h"
 #include "log.h"
 #include "util.h"
@@ -24,6 +25,21 @@ static void print_label(CtlOutput *out, const char *label) {
 
 static void print_continuation(CtlOutput *out) {
         ctl_printf(out, "  %-*s", LABEL_WIDTH, "");
+}
+
+/* What print_label() prints, for a table's lines; "" gives what print_continuation() does. */
+static char *label_prefix(const char *label) {
+        return g_strdup_printf("  %-*s", LABEL_WIDTH, label);
+}
+
+/* A table of n columns for a block of status lines: no titles, so that only the cells set the
+ * widths. */
+static CtlTable *block_table(size_t n) {
+        CtlTable *t = ctl_table_new();
+
+        for (size_t i = 0; i < n; i++)
+                ctl_table_add_column(t, "", NULL);
+        return t;
 }
 
 static bool arg_full;
@@ -126,7 +142,8 @@ static gint compare_usage_held(gconstpointer a, gconstpointer b) {
 /* Cut to the units that hold the most. */
 static void print_usage(CtlOutput *out, GArray *usage) {
         g_autoptr(GPtrArray) units = NULL;
-        int width = 0;
+        g_autoptr(CtlTable) t = NULL;
+        g_autofree char *label = label_prefix("THP held:"), *continuation = label_prefix("");
         guint shown;
 
         if (!usage || usage->len == 0)
@@ -137,59 +154,53 @@ static void print_usage(CtlOutput *out, GArray *usage) {
         shown = list_limit(units->len);
         if (shown < units->len)
                 g_ptr_array_sort(units, compare_usage_held);
-        for (guint i = 0; i < shown; i++)
-                width = MAX(width, (int) strlen(((const CtlUnitUsage *) g_ptr_array_index(units, i))->unit));
-        print_label(out, "THP held:");
+        t = block_table(2);
         for (guint i = 0; i < shown; i++) {
                 const CtlUnitUsage *u = g_ptr_array_index(units, i);
                 g_autofree char *text = usage_text(u);
 
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%-*s  %s\n", width, u->unit, text);
+                ctl_table_add_string(t, u->unit);
+                ctl_table_add_string(t, text);
         }
+        ctl_table_print_block(t, out, label, continuation);
         print_more(out, units->len, shown, "units");
 }
 
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
-        int name_width = 0, value_width = 0, baseline_width = 0;
-        g_autoptr(GPtrArray) baselines = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(CtlTable) t = block_table(4);
+        g_autofree char *label = label_prefix("Knobs:"), *continuation = label_prefix("");
 
-        for (guint i = 0; i < p->knobs->len; i++) {
-                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-                char *b = streq(k->applied, k->baseline) ? g_strdup("") : g_strdup_printf("(baseline %s)", k->baseline);
-
-                name_width = MAX(name_width, (int) strlen(k->name));
-                value_width = MAX(value_width, (int) strlen(k->applied));
-                baseline_width = MAX(baseline_width, (int) strlen(b));
-                g_ptr_array_add(baselines, b);
+        if (p->knobs->len == 0) {
+                ctl_printf(out, "%snone on this kernel\n", label);
+                return;
         }
-
-        print_label(out, "Knobs:");
-        if (p->knobs->len == 0)
-                ctl_printf(out, "none on this kernel\n");
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-                const char *baseline = g_ptr_array_index(baselines, i);
-                g_autofree char *reason = knob_reason(k);
-                bool moved = baseline[0] != '\0';
+                bool moved = !streq(k->applied, k->baseline), baseline = streq(k->source, "baseline");
+                g_autofree char *reason = knob_reason(k), *moved_from = NULL;
+                g_autoptr(GString) why = g_string_new(NULL);
                 const CtlDriftConflict *conflict;
 
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%-*s  %s%-*s%s  %-*s  %s%s%s", name_width, k->name, moved ? ctl_color(CTL_COLOR_BOLD) : "",
-                           value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
-                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
-                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
+                g_string_append_printf(why, "%s%s%s", baseline ? ctl_color(CTL_COLOR_GREY) : "", reason,
+                                       baseline ? ctl_color(CTL_COLOR_NORMAL) : "");
                 if (knob_pending(p, k))
-                        ctl_printf(out, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
-                                   k->target, ctl_color(CTL_COLOR_NORMAL));
+                        g_string_append_printf(why, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED),
+                                               ctl_glyph(CTL_GLYPH_DASH), k->target, ctl_color(CTL_COLOR_NORMAL));
                 else if (!streq(k->applied, k->target) && (conflict = knob_conflict(p, k->name)))
-                        ctl_printf(out, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
-                                   ctl_glyph(CTL_GLYPH_DASH), k->target, conflict->writer[0] ? conflict->writer : "another writer",
-                                   ctl_color(CTL_COLOR_NORMAL));
-                ctl_printf(out, "\n");
+                        g_string_append_printf(why, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
+                                               ctl_glyph(CTL_GLYPH_DASH), k->target,
+                                               conflict->writer[0] ? conflict->writer : "another writer", ctl_color(CTL_COLOR_NORMAL));
+                if (moved)
+                        moved_from = g_strdup_printf("(baseline %s)", k->baseline);
+
+                ctl_table_add_string(t, k->name);
+                ctl_table_add_string(t, k->applied);
+                if (moved)
+                        ctl_table_set_color(t, CTL_COLOR_BOLD);
+                ctl_table_add_string(t, moved_from);
+                ctl_table_add_string(t, why->str);
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 static void print_pools(CtlOutput *out, const CtlProperties *p) {

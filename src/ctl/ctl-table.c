@@ -163,10 +163,12 @@ static void append_padded(GString *line, const char *text, size_t width) {
                 g_string_append_c(line, ' ');
 }
 
-static void print_line(CtlOutput *out, GArray *shown, const char *const *texts, const char *const *colors, const size_t *widths,
-                       const char *line_color) {
-        g_autoptr(GString) line = g_string_new(line_color);
+static void print_line(CtlOutput *out, const char *prefix, GArray *shown, const char *const *texts, const char *const *colors,
+                       const size_t *widths, const char *line_color) {
+        g_autoptr(GString) line = g_string_new(prefix);
 
+        if (line_color)
+                g_string_append(line, line_color);
         for (guint i = 0; i < shown->len; i++) {
                 bool last = i + 1 == shown->len;
 
@@ -184,7 +186,7 @@ static void print_line(CtlOutput *out, GArray *shown, const char *const *texts, 
         ctl_puts(out, line->str);
 }
 
-void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
+static void print_table(const CtlTable *t, CtlOutput *out, bool header, const char *first_prefix, const char *prefix) {
         g_autoptr(GArray) shown = shown_columns(t);
         size_t rows = ctl_table_rows(t), n = shown->len;
         g_autofree size_t *widths = g_new0(size_t, n + 1);
@@ -213,13 +215,21 @@ void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
 
                 for (size_t i = 0; i < n; i++)
                         titles[i] = g_array_index(t->columns, Column, g_array_index(shown, size_t, i)).header ?: "";
-                print_line(out, shown, titles, colors, widths, ctl_color(CTL_COLOR_BOLD));
+                print_line(out, first_prefix, shown, titles, colors, widths, ctl_color(CTL_COLOR_BOLD));
         }
         for (size_t r = 0; r < rows; r++) {
                 for (size_t i = 0; i < n; i++)
                         colors[i] = cell_at(t, r, g_array_index(shown, size_t, i))->color;
-                print_line(out, shown, g_ptr_array_index(texts, r), colors, widths, NULL);
+                print_line(out, header || r > 0 ? prefix : first_prefix, shown, g_ptr_array_index(texts, r), colors, widths, NULL);
         }
+}
+
+void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
+        print_table(t, out, header, "", "");
+}
+
+void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_prefix, const char *prefix) {
+        print_table(t, out, false, first_prefix, prefix);
 }
 
 /* The first column with a title names the rows. */

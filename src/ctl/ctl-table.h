@@ -57,6 +57,9 @@ size_t ctl_table_rows(const CtlTable *t);
  * is not padded); with header, a bold line of the titles first. The lines are cut as out cuts
  * them. */
 void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header);
+/* As ctl_table_print() without the titles, the first line after first_prefix and the others after
+ * prefix: a block of status under its label. */
+void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_prefix, const char *prefix);
 /* As show prints a property that is a list: with list, "NAME=ID ID ..." first; then for each row
  * "NAME.ID.TITLE=text" for each later column with a title, where the first column with a title
  * gives the ID. value_only: what follows "=" only (show --value). */

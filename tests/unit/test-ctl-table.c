@@ -100,6 +100,31 @@ START_TEST(test_table_without_header) {
 }
 END_TEST
 
+START_TEST(test_table_block) {
+        g_autoptr(CtlTable) t = ctl_table_new();
+        g_autofree char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        CtlOutput out;
+
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_string(t, "enabled");
+        ctl_table_add_string(t, "never");
+        ctl_table_add_string(t, "defrag");
+        ctl_table_add_string(t, "madvise");
+        ck_assert_ptr_nonnull(f);
+        ctl_output_init(&out, f, 0);
+        /* A label before the first line, its width in blanks before the others; empty titles
+         * take no room. */
+        ctl_table_print_block(t, &out, "  Knobs: ", "         ");
+        ck_assert_int_eq(ctl_output_flush(&out), 0);
+        ck_assert_int_eq(ctl_output_done(&out), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_str_eq(buf, "  Knobs: enabled  never\n         defrag   madvise\n");
+}
+END_TEST
+
 START_TEST(test_table_cut) {
         g_autoptr(CtlTable) t = sample();
         g_autofree char *text = printed(t, 16, true, NULL, false);
@@ -197,6 +222,7 @@ int main(void) {
 
         tcase_add_test(tc, test_table_text);
         tcase_add_test(tc, test_table_without_header);
+        tcase_add_test(tc, test_table_block);
         tcase_add_test(tc, test_table_cut);
         tcase_add_test(tc, test_table_json);
         tcase_add_test(tc, test_table_empty);
