@@ -481,10 +481,8 @@ void ctl_print_diagnostics(CtlOutput *out, GArray *diagnostics, const char *inde
         }
 }
 
-void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy) {
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d) {
         ctl_json_begin_object(b, NULL);
-        if (with_policy)
-                ctl_json_string(b, "policy", d->policy);
         ctl_json_string(b, "file", d->file);
         if (d->line > 0)
                 ctl_json_uint(b, "line", d->line);

@@ -113,8 +113,9 @@ int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending
 int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret);
 void ctl_properties_done(CtlProperties *p);
 
-/* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
-void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy);
+/* {"file", "line", "severity", "message"}, for list and verify, which give a problem under its
+ * policy. PolicyDiagnostics, which names the policy too, is a table (ctl_property_table()). */
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d);
 /* A property that is a list of rows (Knobs, IsolatedServices, ...) as a table, for its JSON and
  * for show; NULL for any other. only_knob: for DriftConflicts and RecentDrift, the rows of that
  * knob only. */
