@@ -45,11 +45,7 @@ static CtlTable *votes_table(GArray *votes, guint start, guint end) {
         CtlTable *t = ctl_table_new();
 
         ctl_table_add_column(t, "", NULL);
-        ctl_table_add_column(t, NULL, "value");
-        ctl_table_add_column(t, NULL, "source");
-        ctl_table_add_column(t, NULL, "policy");
-        ctl_table_add_column(t, NULL, "unit");
-        ctl_table_add_column(t, NULL, "wins");
+        ctl_table_add_json_columns(t, "value", "source", "policy", "unit", "wins", NULL);
         ctl_table_add_column(t, "", NULL);
         for (guint i = start; i < end; i++) {
                 const Vote *v = &g_array_index(votes, Vote, i);

@@ -110,21 +110,6 @@ static void print_policies(CtlOutput *out, const CtlProperties *p) {
         print_more(out, p->active_policies->len, shown, "active policies");
 }
 
-/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit; "(smaps, read by thpd-ctl)" where thpd
- * could not tell and thpd-ctl read it with the caller's privileges. */
-static char *usage_text(const CtlUnitUsage *u) {
-        g_autofree char *anon = NULL, *shmem = NULL;
-
-        if (!u->source[0])
-                return g_strdup("unknown");
-        anon = ctl_format_bytes(u->anon_thp_bytes);
-        if (u->shmem_thp_bytes == UINT64_MAX)
-                return g_strdup_printf("%s anon, shmem not counted apart (%s%s)", anon, u->source,
-                                       u->read_by_ctl ? ", read by thpd-ctl" : "");
-        shmem = ctl_format_bytes(u->shmem_thp_bytes);
-        return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
-}
-
 /* Unknown (UINT64_MAX) counts as nothing: the units known to hold the most come first. */
 static uint64_t held_or_zero(const CtlUnitUsage *u) {
         uint64_t held = ctl_unit_usage_total(u);
@@ -154,14 +139,7 @@ static void print_usage(CtlOutput *out, GArray *usage) {
         shown = list_limit(units->len);
         if (shown < units->len)
                 g_ptr_array_sort(units, compare_usage_held);
-        t = block_table(2);
-        for (guint i = 0; i < shown; i++) {
-                const CtlUnitUsage *u = g_ptr_array_index(units, i);
-                g_autofree char *text = usage_text(u);
-
-                ctl_table_add_string(t, u->unit);
-                ctl_table_add_string(t, text);
-        }
+        t = ctl_unit_usage_table((const CtlUnitUsage *const *) units->pdata, shown);
         ctl_table_print_block(t, out, label, continuation);
         print_more(out, units->len, shown, "units");
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <stdarg.h>
 
 #include "ctl-table.h"
 #include "util.h"
@@ -64,6 +65,15 @@ size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_ke
         g_assert(t->cells->len == 0);
         g_array_append_val(t->columns, c);
         return t->columns->len - 1;
+}
+
+void ctl_table_add_json_columns(CtlTable *t, const char *key, ...) {
+        va_list ap;
+
+        va_start(ap, key);
+        for (const char *k = key; k; k = va_arg(ap, const char *))
+                ctl_table_add_column(t, NULL, k);
+        va_end(ap);
 }
 
 void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width) {

@@ -27,6 +27,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CtlTable, ctl_table_free)
  * JSON, NULL for a column only text shows. Both must outlive the table (string literals). Returns
  * the column's index. Columns are added before any cell. */
 size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_key);
+/* A column only JSON shows for each key, up to NULL, as systemd's table_new() takes its titles. */
+void ctl_table_add_json_columns(CtlTable *t, const char *key, ...) G_GNUC_NULL_TERMINATED;
 /* The text column is at least this many columns wide, whatever its cells. */
 void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width);
 /* Which columns text shows, in this order; n indices. Without it: every column with a header, in

@@ -176,13 +176,14 @@ END_TEST
 static CtlTable *pools(void) {
         CtlTable *t = ctl_table_new();
 
-        ctl_table_add_column(t, NULL, "size");
+        ctl_table_add_json_columns(t, "size", "node", NULL);
         ctl_table_add_column(t, "Pool", NULL);
         ctl_table_add_column(t, "Free", "free");
         ctl_table_add_column(t, "Spare", "spare");
         ctl_table_add_column(t, "Since", "since");
         ctl_table_add_column(t, "Note", "note");
         ctl_table_add_uint(t, 2048);
+        ctl_table_add_string(t, NULL);
         ctl_table_add_string(t, "2048kB");
         ctl_table_add_uint(t, 3);
         ctl_table_add_bool(t, true);
@@ -203,7 +204,8 @@ START_TEST(test_table_keyed) {
 
         /* A time of 0 is none: null, and its _usec twin too. */
         ctl_table_to_json(t, j, NULL);
-        ck_assert_str_eq(ctl_json_text(j), "[{\"size\":2048,\"free\":3,\"spare\":true,\"since\":null,\"since_usec\":null,\"note\":null}]");
+        ck_assert_str_eq(ctl_json_text(j),
+                         "[{\"size\":2048,\"node\":null,\"free\":3,\"spare\":true,\"since\":null,\"since_usec\":null,\"note\":null}]");
 }
 END_TEST
 
