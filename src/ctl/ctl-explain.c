@@ -2,6 +2,7 @@
 #include "ctl-bus.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "log.h"
 #include "util.h"
 
@@ -37,53 +38,80 @@ static const Vote *group_winner(GArray *votes, guint start, guint end) {
         return NULL;
 }
 
+/* The votes of one knob, [start, end): text shows the winner's arrow before its value and why
+ * each vote was cast; JSON has each vote's fields, "" on the bus being null. */
+static CtlTable *votes_table(GArray *votes, guint start, guint end) {
+        const char *arrow = ctl_glyph(CTL_GLYPH_ARROW);
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_json_columns(t, "value", "source", "policy", "unit", "wins", NULL);
+        ctl_table_add_column(t, "", NULL);
+        for (guint i = start; i < end; i++) {
+                const Vote *v = &g_array_index(votes, Vote, i);
+                g_autofree char *reason = vote_reason(v), *marked = NULL;
+
+                /* A loser gets blanks as wide as the arrow, so that the values line up. */
+                if (v->wins)
+                        marked = g_strdup_printf("%s%s%s %s", ctl_color(CTL_COLOR_GREEN), arrow, ctl_color(CTL_COLOR_NORMAL), v->value);
+                else
+                        marked = g_strdup_printf("%*s %s", (int) g_utf8_strlen(arrow, -1), "", v->value);
+                ctl_table_add_string(t, marked);
+                ctl_table_add_string(t, v->value);
+                ctl_table_add_string(t, v->source);
+                ctl_table_add_string(t, empty_to_null(v->policy));
+                ctl_table_add_string(t, empty_to_null(v->unit));
+                ctl_table_add_bool(t, v->wins);
+                ctl_table_add_string(t, reason);
+        }
+        return t;
+}
+
+/* The knob whose votes begin at start: its winner (NULL: none) and its votes as a table. Returns
+ * the index after them. */
+static guint read_group(GArray *votes, guint start, const Vote **ret_winner, CtlTable **ret_votes) {
+        guint end = group_end(votes, start);
+
+        *ret_winner = group_winner(votes, start, end);
+        *ret_votes = votes_table(votes, start, end);
+        return end;
+}
+
 /* "" on the bus means "none"; JSON says null. */
-static int print_json(CtlOutput *out, GArray *votes, GArray *isolated, const CtlProperties *props, const char *only_knob) {
+static int print_json(CtlOutput *out, GArray *votes, const CtlProperties *props, const char *only_knob) {
+        static const char *const members[] = { "IsolatedServices", "DriftConflicts", "RecentDrift" };
         g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
         ctl_json_begin_array(b, "knobs");
         for (guint start = 0, end; start < votes->len; start = end) {
+                g_autoptr(CtlTable) t = NULL;
                 const Vote *winner;
 
-                end = group_end(votes, start);
-                winner = group_winner(votes, start, end);
+                end = read_group(votes, start, &winner, &t);
                 ctl_json_begin_object(b, NULL);
                 ctl_json_string(b, "knob", g_array_index(votes, Vote, start).knob);
                 ctl_json_string(b, "target", winner ? winner->value : NULL);
                 ctl_json_string(b, "source", winner ? winner->source : NULL);
-                ctl_json_begin_array(b, "votes");
-                for (guint i = start; i < end; i++) {
-                        const Vote *v = &g_array_index(votes, Vote, i);
-
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "value", v->value);
-                        ctl_json_string(b, "source", v->source);
-                        ctl_json_string(b, "policy", empty_to_null(v->policy));
-                        ctl_json_string(b, "unit", empty_to_null(v->unit));
-                        ctl_json_bool(b, "wins", v->wins);
-                        ctl_json_end_object(b);
-                }
-                ctl_json_end_array(b);
+                ctl_table_to_json(t, b, "votes");
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);
-        ctl_isolated_services_to_json(b, "isolated_services", isolated);
-        ctl_drift_conflicts_to_json(b, "drift_conflicts", props->drift_conflicts, only_knob);
-        ctl_recent_drift_to_json(b, "recent_drift", props->recent_drift, only_knob);
+        for (size_t i = 0; i < ELEMENTSOF(members); i++) {
+                g_autoptr(CtlTable) t = ctl_property_table(props, members[i], only_knob);
+
+                ctl_table_to_json(t, b, ctl_property_json_key(members[i]));
+        }
         ctl_json_end_object(b);
         return ctl_json_print(b, out->f);
 }
 
 static void print_text(CtlOutput *out, GArray *votes) {
         for (guint start = 0, end; start < votes->len; start = end) {
+                g_autoptr(CtlTable) t = NULL;
                 const Vote *winner;
-                int value_width = 0;
 
-                end = group_end(votes, start);
-                winner = group_winner(votes, start, end);
-                for (guint i = start; i < end; i++)
-                        value_width = MAX(value_width, (int) strlen(g_array_index(votes, Vote, i).value));
+                end = read_group(votes, start, &winner, &t);
 
                 if (start > 0)
                         ctl_printf(out, "\n");
@@ -95,20 +123,7 @@ static void print_text(CtlOutput *out, GArray *votes) {
                 } else
                         ctl_printf(out, "%s%s%s: no vote decides it\n", ctl_color(CTL_COLOR_BOLD), g_array_index(votes, Vote, start).knob,
                                    ctl_color(CTL_COLOR_NORMAL));
-                for (guint i = start; i < end; i++) {
-                        const Vote *v = &g_array_index(votes, Vote, i);
-                        g_autofree char *reason = vote_reason(v);
-
-                        const char *arrow = ctl_glyph(CTL_GLYPH_ARROW);
-                        /* A loser gets blanks as wide as the arrow, so that the values line up. */
-                        int arrow_columns = (int) g_utf8_strlen(arrow, -1);
-
-                        if (v->wins)
-                                ctl_printf(out, "  %s%s%s", ctl_color(CTL_COLOR_GREEN), arrow, ctl_color(CTL_COLOR_NORMAL));
-                        else
-                                ctl_printf(out, "  %*s", arrow_columns, "");
-                        ctl_printf(out, " %-*s  %s\n", value_width, v->value, reason);
-                }
+                ctl_table_print_block(t, out, "  ", "  ");
         }
 }
 
@@ -202,7 +217,7 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 }
 
         if (o->json)
-                return print_json(out, votes, isolated, &props, argc > 0 ? argv[0] : NULL);
+                return print_json(out, votes, &props, argc > 0 ? argv[0] : NULL);
         print_text(out, votes);
         print_isolated(out, isolated);
         print_drift(out, &props, argc > 0 ? argv[0] : NULL);

@@ -145,7 +145,7 @@ static void policy_table_add(CtlTable *t, const PolicyRow *row, GArray *diagnost
         ctl_json_begin_array(mine, NULL);
         for (guint i = 0; i < diagnostics->len; i++)
                 if (about(&g_array_index(diagnostics, CtlDiagnostic, i), row))
-                        ctl_diagnostic_to_json(mine, &g_array_index(diagnostics, CtlDiagnostic, i), false);
+                        ctl_diagnostic_to_json(mine, &g_array_index(diagnostics, CtlDiagnostic, i));
         ctl_json_end_array(mine);
 
         ctl_table_add_string(t, row->name);
@@ -178,7 +178,7 @@ static int list_json(CtlOutput *out, const CtlTable *t, GArray *rows, GArray *di
                 const CtlDiagnostic *d = &g_array_index(diagnostics, CtlDiagnostic, i);
 
                 if (!has_row(rows, d))
-                        ctl_diagnostic_to_json(b, d, false);
+                        ctl_diagnostic_to_json(b, d);
         }
         ctl_json_end_array(b);
         ctl_json_end_object(b);

@@ -6,6 +6,7 @@
 #include "ctl-format.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "log.h"
 #include "util.h"
 
@@ -48,64 +49,92 @@ static void end_event(Monitor *mon, CtlJson *b) {
                 mon->write_failed = true;
 }
 
-static int on_applied(sd_bus_message *m, Monitor *mon) {
-        const char *knob, *old_value, *new_value, *reason;
+/* A member of the JSON of a signal's rows: its key (NULL: only the text shows it), and whether ""
+ * on the bus is null there. */
+typedef struct Member {
+        const char *key;
+        bool null_if_empty;
+} Member;
+
+/* Reads the rest of an array of rows of strings, contents "ss...", into values, a row's strings
+ * after each other, borrowed from m; the rows read before an error stay. */
+static int read_string_rows(sd_bus_message *m, const char *contents, GPtrArray *values) {
+        size_t n = strlen(contents);
+        g_autofree const char **row = g_new0(const char *, n);
+        int r;
+
+        while ((r = sd_bus_message_enter_container(m, 'r', contents)) > 0) {
+                for (size_t i = 0; r >= 0 && i < n; i++)
+                        r = sd_bus_message_read_basic(m, 's', &row[i]);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        g_ptr_array_add(values, (gpointer) row[i]);
+        }
+        return r;
+}
+
+/* The rows as an array of objects under key, one member a column. */
+static void rows_to_json(CtlJson *b, const char *key, const Member *members, size_t n, GPtrArray *values) {
+        g_autoptr(CtlTable) t = ctl_table_new();
+
+        for (size_t i = 0; i < n; i++)
+                ctl_table_add_column(t, NULL, members[i].key);
+        for (guint i = 0; i < values->len; i++) {
+                const char *value = g_ptr_array_index(values, i);
+
+                ctl_table_add_string(t, members[i % n].null_if_empty ? empty_to_null(value) : value);
+        }
+        ctl_table_to_json(t, b, key);
+}
+
+/* Reads a signal that is an array of rows of strings, then writes its event: the rows as JSON
+ * under key, or each as text through print_row(), which gets the row's index and its strings. */
+static int on_string_rows(sd_bus_message *m, Monitor *mon, const char *name, const char *key, const Member *members, size_t n,
+                          void (*print_row)(CtlOutput *out, guint index, const char *const *row)) {
+        g_autofree char *contents = g_strnfill(n, 's'), *signature = g_strdup_printf("(%s)", contents);
+        g_autoptr(GPtrArray) values = g_ptr_array_new();
         g_autoptr(CtlJson) b = NULL;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(ssss)");
+        r = sd_bus_message_enter_container(m, 'a', signature);
         if (r < 0)
                 return r;
-        b = begin_event(mon, "Applied");
+        r = read_string_rows(m, contents, values);
+        b = begin_event(mon, name);
         if (mon->o->json)
-                ctl_json_begin_array(b, "changes");
-        for (unsigned n = 0; (r = sd_bus_message_read(m, "(ssss)", &knob, &old_value, &new_value, &reason)) > 0; n++) {
-                if (mon->o->json) {
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "knob", knob);
-                        ctl_json_string(b, "old", old_value[0] ? old_value : NULL);
-                        ctl_json_string(b, "new", new_value[0] ? new_value : NULL);
-                        ctl_json_string(b, "reason", reason);
-                        ctl_json_end_object(b);
-                } else
-                        ctl_printf(mon->out, "%s %s %s %s %s (%s)", n == 0 ? ":" : ";", knob, old_value, ctl_glyph(CTL_GLYPH_ARROW),
-                                   new_value, reason);
-        }
-        if (mon->o->json)
-                ctl_json_end_array(b);
+                rows_to_json(b, key, members, n, values);
+        else
+                for (guint i = 0; i < values->len / n; i++)
+                        print_row(mon->out, i, (const char *const *) values->pdata + i * n);
         end_event(mon, b);
         return r;
 }
 
-static int on_drift(sd_bus_message *m, Monitor *mon) {
-        const char *knob, *expected, *found, *writer, *action, *who;
-        g_autoptr(CtlJson) b = NULL;
-        int r;
+static void print_applied(CtlOutput *out, guint index, const char *const *row) {
+        ctl_printf(out, "%s %s %s %s %s (%s)", index == 0 ? ":" : ";", row[0], row[1], ctl_glyph(CTL_GLYPH_ARROW), row[2], row[3]);
+}
 
-        r = sd_bus_message_enter_container(m, 'a', "(ssssss)");
-        if (r < 0)
-                return r;
-        b = begin_event(mon, "Drift");
-        if (mon->o->json)
-                ctl_json_begin_array(b, "drift");
-        for (unsigned n = 0;
-             (r = sd_bus_message_read(m, "(ssssss)", &knob, &expected, &found, &writer, &action, &who)) > 0; n++) {
-                if (mon->o->json) {
-                        ctl_json_begin_object(b, NULL);
-                        ctl_json_string(b, "knob", knob);
-                        ctl_json_string(b, "expected", expected[0] ? expected : NULL);
-                        ctl_json_string(b, "found", found[0] ? found : NULL);
-                        ctl_json_string(b, "writer", writer[0] ? writer : NULL);
-                        ctl_json_string(b, "action", action);
-                        ctl_json_end_object(b);
-                } else
-                        ctl_printf(mon->out, "%s %s=%s instead of %s, %s; %s", n == 0 ? ":" : ";", knob, found, expected, who,
-                                   action);
-        }
-        if (mon->o->json)
-                ctl_json_end_array(b);
-        end_event(mon, b);
-        return r;
+/* (knob, old, new, reason) */
+static int on_applied(sd_bus_message *m, Monitor *mon) {
+        static const Member members[] = { { "knob", false }, { "old", true }, { "new", true }, { "reason", false } };
+
+        return on_string_rows(m, mon, "Applied", "changes", members, ELEMENTSOF(members), print_applied);
+}
+
+static void print_drift(CtlOutput *out, guint index, const char *const *row) {
+        ctl_printf(out, "%s %s=%s instead of %s, %s; %s", index == 0 ? ":" : ";", row[0], row[2], row[1], row[5], row[4]);
+}
+
+/* (knob, expected, found, writer, action, text); JSON leaves the text out. */
+static int on_drift(sd_bus_message *m, Monitor *mon) {
+        static const Member members[] = {
+                { "knob", false }, { "expected", true }, { "found", true }, { "writer", true }, { "action", false }, { NULL, false },
+        };
+
+        return on_string_rows(m, mon, "Drift", "drift", members, ELEMENTSOF(members), print_drift);
 }
 
 static int on_storm_detected(sd_bus_message *m, Monitor *mon) {

@@ -2,6 +2,7 @@
 #include "ctl-bus.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "log.h"
 #include "util.h"
 
@@ -10,343 +11,319 @@ const char *const ctl_property_names[] = {
         "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", "DriftConflicts", "RecentDrift", NULL,
 };
 
-/* JSON keys are snake_case everywhere, so a property's key is not derived from its name. */
-static const struct {
-        const char *name, *key;
-} property_keys[] = {
-        { "Version", "version" },
-        { "Status", "status" },
-        { "Knobs", "knobs" },
-        { "ActivePolicies", "active_policies" },
-        { "HugeTLBPools", "hugetlb_pools" },
-        { "NeedsRestart", "needs_restart" },
-        { "IsolatedServices", "isolated_services" },
-        { "Override", "override" },
-        { "OverrideExpiresAt", "override_expires_at" },
-        { "StormState", "storm_state" },
-        { "StormAction", "storm_action" },
-        { "Storms", "storms" },
-        { "PolicyDiagnostics", "policy_diagnostics" },
-        { "DriftConflicts", "drift_conflicts" },
-        { "RecentDrift", "recent_drift" },
+/* How one field of a row the bus sends is read, freed and shown: the rows of a list property are
+ * decoded, released, and turned into a table for show and --json from one description of them. */
+typedef enum FieldType {
+        FIELD_STRING,          /* char *, from 's' */
+        FIELD_OPTIONAL,        /* char *, from 's'; "" means none, which JSON says as null */
+        FIELD_STRV,            /* char **, from "as" */
+        FIELD_ROWS,            /* GArray * of Field.rows, from an array of them */
+        FIELD_UINT,            /* uint64_t, from 't' */
+        FIELD_UINT_OPTIONAL,   /* uint64_t, from 't'; 0 means none */
+        FIELD_UINT32_OPTIONAL, /* unsigned, from 'u'; 0 means none */
+        FIELD_INT_OPTIONAL,    /* int32_t, from 'i'; negative means none */
+        FIELD_DOUBLE,          /* double, from 'd' */
+        FIELD_BOOL,            /* bool, from 'b' */
+        FIELD_TIME,            /* uint64_t, CLOCK_REALTIME µs, from 't'; 0 means none */
+        FIELD_DERIVED,         /* char *, not on the bus: made by the row's finish() */
+} FieldType;
+
+typedef struct RowType RowType;
+
+typedef struct Field {
+        const char *title;    /* its name in show's NAME.ID.TITLE=; NULL: not there. The first one names the row */
+        const char *json_key; /* NULL: not in JSON */
+        FieldType type;
+        size_t offset;
+        const RowType *rows; /* FIELD_ROWS: what they are */
+} Field;
+
+struct RowType {
+        const char *signature;     /* of one row: "(sssssss)", or "{ss}" for a dictionary */
+        size_t size;
+        const Field *fields;       /* in the order of the bus */
+        size_t n_fields;
+        const size_t *json_order;  /* the fields in the order of JSON; NULL: that of the bus */
+        void (*finish)(void *row); /* after a row is read, for what the row keeps in another form */
+        GDestroyNotify clear;      /* row_clear() of this type, for g_array_set_clear_func() */
 };
 
-const char *ctl_property_json_key(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(property_keys); i++)
-                if (streq(property_keys[i].name, name))
-                        return property_keys[i].key;
+/* A field of the C type ctype's member; ROWS() one of FIELD_ROWS. */
+#define FIELD(t, k, ty, ctype, member) { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member) }
+#define ROWS(t, k, ctype, member, r) { .title = (t), .json_key = (k), .type = FIELD_ROWS, .offset = offsetof(ctype, member), .rows = (r) }
+
+static void row_clear(const RowType *type, void *row) {
+        for (size_t i = 0; i < type->n_fields; i++) {
+                void *p = (uint8_t *) row + type->fields[i].offset;
+
+                switch (type->fields[i].type) {
+                case FIELD_STRING:
+                case FIELD_OPTIONAL:
+                case FIELD_DERIVED:
+                        g_clear_pointer((char **) p, g_free);
+                        break;
+                case FIELD_STRV:
+                        g_clear_pointer((char ***) p, g_strfreev);
+                        break;
+                case FIELD_ROWS:
+                        g_clear_pointer((GArray **) p, g_array_unref);
+                        break;
+                default:
+                        break;
+                }
+        }
+}
+
+/* Defines the RowType name for rows of ctype, from name##_fields, and its clear function: GLib
+ * passes the element alone, so each type needs one of its own. */
+#define ROW_TYPE(name, ctype, sig, ...)                                                                       \
+        static void name##_clear(gpointer p);                                                                \
+        static const RowType name = {                                                                        \
+                .signature = sig, .size = sizeof(ctype), .fields = name##_fields,                            \
+                .n_fields = ELEMENTSOF(name##_fields), .clear = name##_clear, __VA_ARGS__                    \
+        };                                                                                                   \
+        static void name##_clear(gpointer p) {                                                               \
+                row_clear(&name, p);                                                                         \
+        }
+
+static const Field knob_row_fields[] = {
+        FIELD("Knob", "knob", FIELD_STRING, CtlKnob, name),
+        FIELD("Applied", "applied", FIELD_OPTIONAL, CtlKnob, applied),
+        FIELD("Target", "target", FIELD_OPTIONAL, CtlKnob, target),
+        FIELD("Baseline", "baseline", FIELD_OPTIONAL, CtlKnob, baseline),
+        FIELD("Source", "source", FIELD_OPTIONAL, CtlKnob, source),
+        FIELD("Policy", "policy", FIELD_OPTIONAL, CtlKnob, policy),
+        FIELD("Unit", "unit", FIELD_OPTIONAL, CtlKnob, unit),
+};
+ROW_TYPE(knob_row, CtlKnob, "(sssssss)")
+
+static const Field active_policy_row_fields[] = {
+        FIELD("Policy", "policy", FIELD_STRING, CtlActivePolicy, name),
+        FIELD("Units", "units", FIELD_STRV, CtlActivePolicy, units),
+};
+ROW_TYPE(active_policy_row, CtlActivePolicy, "(sas)")
+
+/* show names a pool "2048kB" or "2048kB.node0"; JSON gives the size and node apart. */
+static void pool_finish(void *row) {
+        CtlPool *pool = row;
+
+        pool->name = pool->node < 0 ? g_strdup_printf("%" PRIu64 "kB", pool->page_size_kb)
+                                    : g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
+}
+
+static const Field pool_row_fields[] = {
+        FIELD(NULL, "page_size_kb", FIELD_UINT, CtlPool, page_size_kb),
+        FIELD(NULL, "node", FIELD_INT_OPTIONAL, CtlPool, node),
+        FIELD("Pool", NULL, FIELD_DERIVED, CtlPool, name),
+        FIELD("Target", "target", FIELD_UINT, CtlPool, target),
+        FIELD("Allocated", "allocated", FIELD_UINT, CtlPool, allocated),
+        FIELD("Free", "free", FIELD_UINT, CtlPool, free),
+        FIELD("Shortfall", "shortfall", FIELD_OPTIONAL, CtlPool, shortfall),
+};
+ROW_TYPE(pool_row, CtlPool, "(tittts)", .finish = pool_finish)
+
+/* NeedsRestart: unit and policy. */
+static const Field needs_restart_row_fields[] = {
+        FIELD("Unit", "unit", FIELD_STRING, CtlPair, key),
+        FIELD("Policy", "policy", FIELD_STRING, CtlPair, value),
+};
+ROW_TYPE(needs_restart_row, CtlPair, "(ss)")
+
+/* Override: knob and value, a JSON object of its own (see override_to_json()). */
+static const Field override_row_fields[] = {
+        FIELD(NULL, NULL, FIELD_STRING, CtlPair, key),
+        FIELD(NULL, NULL, FIELD_STRING, CtlPair, value),
+};
+ROW_TYPE(override_row, CtlPair, "{ss}")
+
+static const Field isolation_row_fields[] = {
+        FIELD("Unit", "unit", FIELD_STRING, CtlIsolation, unit),
+        FIELD("Policy", "policy", FIELD_STRING, CtlIsolation, policy),
+        FIELD("THP", "thp", FIELD_STRING, CtlIsolation, thp),
+        FIELD("State", "state", FIELD_STRING, CtlIsolation, state),
+        FIELD("Note", "note", FIELD_OPTIONAL, CtlIsolation, note),
+        FIELD("Scope", "scope", FIELD_STRING, CtlIsolation, scope),
+        FIELD("Via", "via", FIELD_STRING, CtlIsolation, via),
+        FIELD("MachineWide", "machine_wide", FIELD_BOOL, CtlIsolation, machine_wide),
+};
+ROW_TYPE(isolation_row, CtlIsolation, "(sssssssb)")
+
+static const Field figure_row_fields[] = {
+        FIELD(NULL, NULL, FIELD_STRING, CtlFigure, name),
+        FIELD(NULL, NULL, FIELD_DOUBLE, CtlFigure, value),
+};
+ROW_TYPE(figure_row, CtlFigure, "{sd}")
+
+/* The figures nest: JSON and show give storms their own form (storms_to_json(), show_storms()). */
+static const Field storm_row_fields[] = {
+        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, kind),
+        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, phase),
+        ROWS(NULL, NULL, CtlStorm, figures, &figure_row),
+};
+ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
+
+/* A problem of a directory names no policy. */
+static void diagnostic_finish(void *row) {
+        CtlDiagnostic *d = row;
+
+        if (d->policy && !d->policy[0])
+                g_clear_pointer(&d->policy, g_free);
+}
+
+/* JSON only: show prints a problem as verify and the log do (ctl_diagnostic_format()). */
+static const Field diagnostic_row_fields[] = {
+        FIELD(NULL, "policy", FIELD_STRING, CtlDiagnostic, policy),
+        FIELD(NULL, "file", FIELD_STRING, CtlDiagnostic, file),
+        FIELD(NULL, "line", FIELD_UINT32_OPTIONAL, CtlDiagnostic, line),
+        FIELD(NULL, "severity", FIELD_STRING, CtlDiagnostic, severity),
+        FIELD(NULL, "message", FIELD_STRING, CtlDiagnostic, message),
+};
+ROW_TYPE(diagnostic_row, CtlDiagnostic, "(ssuss)", .finish = diagnostic_finish)
+
+static const Field drift_conflict_row_fields[] = {
+        FIELD("Knob", "knob", FIELD_STRING, CtlDriftConflict, knob),
+        FIELD("Writer", "writer", FIELD_OPTIONAL, CtlDriftConflict, writer),
+        FIELD("Value", "value", FIELD_STRING, CtlDriftConflict, value),
+        FIELD("Since", "since", FIELD_TIME, CtlDriftConflict, since),
+        FIELD("Message", "message", FIELD_STRING, CtlDriftConflict, text),
+};
+ROW_TYPE(drift_conflict_row, CtlDriftConflict, "(sssts)")
+
+/* JSON only: show gives each event one line that splits on blanks (show_recent_drift()). JSON has
+ * the writer's text after the writer, the bus last. */
+static const Field drift_row_fields[] = {
+        FIELD(NULL, "knob", FIELD_STRING, CtlDrift, knob),
+        FIELD(NULL, "expected", FIELD_OPTIONAL, CtlDrift, expected),
+        FIELD(NULL, "found", FIELD_OPTIONAL, CtlDrift, found),
+        FIELD(NULL, "writer", FIELD_OPTIONAL, CtlDrift, writer),
+        FIELD(NULL, "action", FIELD_STRING, CtlDrift, action),
+        FIELD(NULL, "when", FIELD_TIME, CtlDrift, when),
+        FIELD(NULL, "written", FIELD_TIME, CtlDrift, written),
+        FIELD(NULL, "wrong_usec", FIELD_UINT_OPTIONAL, CtlDrift, wrong_usec),
+        FIELD(NULL, "writer_text", FIELD_STRING, CtlDrift, who),
+};
+static const size_t drift_json_order[] = { 0, 1, 2, 3, 8, 4, 5, 6, 7 };
+ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order)
+
+/* The properties, as the fields of one row: CtlProperties. JSON keys are snake_case everywhere, so
+ * a property's key is not derived from its name. */
+static const Field property_fields[] = {
+        FIELD("Version", "version", FIELD_STRING, CtlProperties, version),
+        FIELD("Status", "status", FIELD_STRING, CtlProperties, status),
+        ROWS("Knobs", "knobs", CtlProperties, knobs, &knob_row),
+        ROWS("ActivePolicies", "active_policies", CtlProperties, active_policies, &active_policy_row),
+        ROWS("HugeTLBPools", "hugetlb_pools", CtlProperties, pools, &pool_row),
+        ROWS("NeedsRestart", "needs_restart", CtlProperties, needs_restart, &needs_restart_row),
+        ROWS("IsolatedServices", "isolated_services", CtlProperties, isolated, &isolation_row),
+        ROWS("Override", "override", CtlProperties, override, &override_row),
+        FIELD("OverrideExpiresAt", "override_expires_at", FIELD_TIME, CtlProperties, override_expires_at),
+        FIELD("StormState", "storm_state", FIELD_STRING, CtlProperties, storm_state),
+        FIELD("StormAction", "storm_action", FIELD_STRING, CtlProperties, storm_action),
+        ROWS("Storms", "storms", CtlProperties, storms, &storm_row),
+        ROWS("PolicyDiagnostics", "policy_diagnostics", CtlProperties, diagnostics, &diagnostic_row),
+        ROWS("DriftConflicts", "drift_conflicts", CtlProperties, drift_conflicts, &drift_conflict_row),
+        ROWS("RecentDrift", "recent_drift", CtlProperties, recent_drift, &drift_row),
+};
+
+static const RowType properties_row = {
+        .size = sizeof(CtlProperties),
+        .fields = property_fields,
+        .n_fields = ELEMENTSOF(property_fields),
+};
+
+/* A property's field in CtlProperties, or NULL. */
+static const Field *property_field(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (streq(property_fields[i].title, name))
+                        return &property_fields[i];
         return NULL;
 }
 
-static void knob_clear(gpointer p) {
-        CtlKnob *k = p;
-
-        g_free(k->name);
-        g_free(k->applied);
-        g_free(k->target);
-        g_free(k->baseline);
-        g_free(k->source);
-        g_free(k->policy);
-        g_free(k->unit);
+/* Its rows, for a list property. The rows are read through a const p as well. */
+static GArray **field_rows(const CtlProperties *p, const Field *f) {
+        return (GArray **) ((uint8_t *) p + f->offset);
 }
 
-static void active_policy_clear(gpointer p) {
-        CtlActivePolicy *a = p;
+const char *ctl_property_json_key(const char *name) {
+        const Field *f = property_field(name);
 
-        g_free(a->name);
-        g_strfreev(a->units);
-}
-
-static void pool_clear(gpointer p) {
-        g_free(((CtlPool *) p)->shortfall);
-}
-
-static void pair_clear(gpointer p) {
-        CtlPair *pair = p;
-
-        g_free(pair->key);
-        g_free(pair->value);
-}
-
-static void figure_clear(gpointer p) {
-        g_free(((CtlFigure *) p)->name);
-}
-
-static void diagnostic_clear(gpointer p) {
-        CtlDiagnostic *d = p;
-
-        g_free(d->policy);
-        g_free(d->file);
-        g_free(d->severity);
-        g_free(d->message);
-}
-
-static void storm_clear(gpointer p) {
-        CtlStorm *s = p;
-
-        g_free(s->kind);
-        g_free(s->phase);
-        g_array_unref(s->figures);
-}
-
-static GArray *array_new(size_t element_size, GDestroyNotify clear) {
-        GArray *a = g_array_new(FALSE, TRUE, (guint) element_size);
-
-        g_array_set_clear_func(a, clear);
-        return a;
+        return f ? f->json_key : NULL;
 }
 
 void ctl_properties_done(CtlProperties *p) {
-        g_clear_pointer(&p->version, g_free);
-        g_clear_pointer(&p->status, g_free);
-        g_clear_pointer(&p->storm_state, g_free);
-        g_clear_pointer(&p->storm_action, g_free);
-        g_clear_pointer(&p->knobs, g_array_unref);
-        g_clear_pointer(&p->active_policies, g_array_unref);
-        g_clear_pointer(&p->pools, g_array_unref);
-        g_clear_pointer(&p->needs_restart, g_array_unref);
-        g_clear_pointer(&p->isolated, g_array_unref);
-        g_clear_pointer(&p->override, g_array_unref);
-        g_clear_pointer(&p->storms, g_array_unref);
-        g_clear_pointer(&p->diagnostics, g_array_unref);
-        g_clear_pointer(&p->drift_conflicts, g_array_unref);
-        g_clear_pointer(&p->recent_drift, g_array_unref);
+        row_clear(&properties_row, p);
 }
 
-static int read_string(sd_bus_message *m, char **ret) {
+static GArray *rows_new(const RowType *type) {
+        GArray *a = g_array_new(FALSE, TRUE, (guint) type->size);
+
+        g_array_set_clear_func(a, type->clear);
+        return a;
+}
+
+static int read_rows(sd_bus_message *m, const RowType *type, GArray *rows);
+
+static int read_field(sd_bus_message *m, const Field *f, void *row) {
+        void *p = (uint8_t *) row + f->offset;
         const char *s;
-        int r;
+        int b, r;
 
-        r = sd_bus_message_read(m, "s", &s);
-        if (r < 0)
+        switch (f->type) {
+        case FIELD_STRING:
+        case FIELD_OPTIONAL:
+                r = sd_bus_message_read_basic(m, 's', &s);
+                if (r > 0)
+                        *(char **) p = g_strdup(s);
                 return r;
-        *ret = g_strdup(s);
-        return 0;
-}
-
-static int read_knobs(sd_bus_message *m, GArray *knobs) {
-        const char *v[7];
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(sssssss)");
-        if (r < 0)
+        case FIELD_STRV:
+                return sd_bus_message_read_strv(m, (char ***) p);
+        case FIELD_ROWS:
+                if (!*(GArray **) p)
+                        *(GArray **) p = rows_new(f->rows);
+                return read_rows(m, f->rows, *(GArray **) p);
+        case FIELD_UINT:
+        case FIELD_UINT_OPTIONAL:
+        case FIELD_TIME:
+                return sd_bus_message_read_basic(m, 't', p);
+        case FIELD_UINT32_OPTIONAL:
+                return sd_bus_message_read_basic(m, 'u', p);
+        case FIELD_INT_OPTIONAL:
+                return sd_bus_message_read_basic(m, 'i', p);
+        case FIELD_DOUBLE:
+                return sd_bus_message_read_basic(m, 'd', p);
+        case FIELD_BOOL:
+                r = sd_bus_message_read_basic(m, 'b', &b);
+                if (r > 0)
+                        *(bool *) p = b;
                 return r;
-        while ((r = sd_bus_message_read(m, "(sssssss)", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6])) > 0) {
-                CtlKnob k = {
-                        .name = g_strdup(v[0]), .applied = g_strdup(v[1]), .target = g_strdup(v[2]),
-                        .baseline = g_strdup(v[3]), .source = g_strdup(v[4]), .policy = g_strdup(v[5]),
-                        .unit = g_strdup(v[6]),
-                };
-                g_array_append_val(knobs, k);
+        case FIELD_DERIVED:
+                return 0;
         }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        g_assert_not_reached();
 }
 
-static int read_active_policies(sd_bus_message *m, GArray *policies) {
+/* Appends the rows of an array of type->signature to rows. */
+static int read_rows(sd_bus_message *m, const RowType *type, GArray *rows) {
+        g_autofree char *contents = g_strndup(type->signature + 1, strlen(type->signature) - 2);
+        char container = type->signature[0] == '{' ? 'e' : 'r';
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(sas)");
+        r = sd_bus_message_enter_container(m, 'a', type->signature);
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_enter_container(m, 'r', "sas")) > 0) {
-                CtlActivePolicy a = {};
+        while ((r = sd_bus_message_enter_container(m, container, contents)) > 0) {
+                void *row;
 
-                r = read_string(m, &a.name);
-                if (r >= 0)
-                        r = sd_bus_message_read_strv(m, &a.units);
-                g_array_append_val(policies, a);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static int read_pools(sd_bus_message *m, GArray *pools) {
-        const char *shortfall;
-        CtlPool p;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(tittts)");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "(tittts)", &p.page_size_kb, &p.node, &p.target, &p.allocated, &p.free,
-                                        &shortfall)) > 0) {
-                p.shortfall = g_strdup(shortfall);
-                g_array_append_val(pools, p);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-/* element: "(ss)" or "{ss}", two strings either way. */
-static int read_pairs(sd_bus_message *m, const char *element, GArray *pairs) {
-        const char *key, *value;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', element);
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, element, &key, &value)) > 0) {
-                CtlPair p = { .key = g_strdup(key), .value = g_strdup(value) };
-
-                g_array_append_val(pairs, p);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static void isolation_clear(gpointer p) {
-        CtlIsolation *i = p;
-
-        g_free(i->unit);
-        g_free(i->policy);
-        g_free(i->thp);
-        g_free(i->state);
-        g_free(i->note);
-        g_free(i->scope);
-        g_free(i->via);
-}
-
-static int read_isolated(sd_bus_message *m, GArray *isolated) {
-        const char *unit, *policy, *thp, *state, *note, *scope, *via;
-        int machine_wide, r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(sssssssb)");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "(sssssssb)", &unit, &policy, &thp, &state, &note, &scope, &via,
-                                        &machine_wide)) > 0) {
-                CtlIsolation i = {
-                        .unit = g_strdup(unit),
-                        .policy = g_strdup(policy),
-                        .thp = g_strdup(thp),
-                        .state = g_strdup(state),
-                        .note = g_strdup(note),
-                        .scope = g_strdup(scope),
-                        .via = g_strdup(via),
-                        .machine_wide = machine_wide,
-                };
-
-                g_array_append_val(isolated, i);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static int read_figures(sd_bus_message *m, GArray *figures) {
-        const char *name;
-        double value;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sd}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "{sd}", &name, &value)) > 0) {
-                CtlFigure f = { .name = g_strdup(name), .value = value };
-
-                g_array_append_val(figures, f);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static int read_storms(sd_bus_message *m, GArray *storms) {
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(ssa{sd})");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'r', "ssa{sd}")) > 0) {
-                CtlStorm s = { .figures = array_new(sizeof(CtlFigure), figure_clear) };
-
-                r = read_string(m, &s.kind);
-                if (r >= 0)
-                        r = read_string(m, &s.phase);
-                if (r >= 0)
-                        r = read_figures(m, s.figures);
-                g_array_append_val(storms, s);
+                g_array_set_size(rows, rows->len + 1);
+                row = rows->data + (size_t) (rows->len - 1) * type->size;
+                for (size_t i = 0; r >= 0 && i < type->n_fields; i++)
+                        r = read_field(m, &type->fields[i], row);
+                if (r >= 0 && type->finish)
+                        type->finish(row);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);
                 if (r < 0)
                         return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-#define DIAGNOSTICS_SIGNATURE "a(ssuss)"
-
-static int read_diagnostics(sd_bus_message *m, GArray *diagnostics) {
-        const char *policy, *file, *severity, *message;
-        uint32_t line;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(ssuss)");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "(ssuss)", &policy, &file, &line, &severity, &message)) > 0) {
-                CtlDiagnostic d = {
-                        .policy = policy[0] ? g_strdup(policy) : NULL, .file = g_strdup(file), .line = line,
-                        .severity = g_strdup(severity), .message = g_strdup(message),
-                };
-
-                g_array_append_val(diagnostics, d);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static GArray *diagnostics_new(void) {
-        return array_new(sizeof(CtlDiagnostic), diagnostic_clear);
-}
-
-static void drift_conflict_clear(gpointer p) {
-        CtlDriftConflict *c = p;
-
-        g_free(c->knob);
-        g_free(c->writer);
-        g_free(c->value);
-        g_free(c->text);
-}
-
-static void drift_clear(gpointer p) {
-        CtlDrift *d = p;
-
-        g_free(d->knob);
-        g_free(d->expected);
-        g_free(d->found);
-        g_free(d->writer);
-        g_free(d->action);
-        g_free(d->who);
-}
-
-static int read_drift_conflicts(sd_bus_message *m, GArray *conflicts) {
-        const char *knob, *writer, *value, *text;
-        uint64_t since;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(sssts)");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "(sssts)", &knob, &writer, &value, &since, &text)) > 0) {
-                CtlDriftConflict c = {
-                        .knob = g_strdup(knob), .writer = g_strdup(writer), .value = g_strdup(value),
-                        .since = since, .text = g_strdup(text),
-                };
-
-                g_array_append_val(conflicts, c);
         }
         if (r < 0)
                 return r;
@@ -359,30 +336,16 @@ char *ctl_drift_action(const CtlDrift *d) {
         return g_strdup_printf("%s after %" PRIu64 " ms", d->action, d->wrong_usec / 1000);
 }
 
-static int read_recent_drift(sd_bus_message *m, GArray *drift) {
-        const char *knob, *expected, *found, *writer, *action, *who;
-        uint64_t when, written, wrong;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(sssssttts)");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_read(m, "(sssssttts)", &knob, &expected, &found, &writer, &action, &when, &written,
-                                        &wrong, &who)) > 0) {
-                CtlDrift d = {
-                        .knob = g_strdup(knob), .expected = g_strdup(expected), .found = g_strdup(found),
-                        .writer = g_strdup(writer), .action = g_strdup(action), .who = g_strdup(who),
-                        .when = when, .written = written, .wrong_usec = wrong,
-                };
-
-                g_array_append_val(drift, d);
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+/* What the bus says a property's value is: a list of rows, a time or a string. */
+static char *property_signature(const Field *f) {
+        if (f->type == FIELD_ROWS)
+                return g_strconcat("a", f->rows->signature, NULL);
+        return g_strdup(f->type == FIELD_TIME ? "t" : "s");
 }
 
 static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) {
+        const Field *f = property_field(name);
+        g_autofree char *signature = f ? property_signature(f) : NULL;
         const char *contents;
         int r;
 
@@ -392,39 +355,11 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
         r = sd_bus_message_enter_container(m, 'v', contents);
         if (r < 0)
                 return r;
-
-        if (streq(name, "Version") && streq(contents, "s"))
-                r = read_string(m, &p->version);
-        else if (streq(name, "Status") && streq(contents, "s"))
-                r = read_string(m, &p->status);
-        else if (streq(name, "StormState") && streq(contents, "s"))
-                r = read_string(m, &p->storm_state);
-        else if (streq(name, "StormAction") && streq(contents, "s"))
-                r = read_string(m, &p->storm_action);
-        else if (streq(name, "OverrideExpiresAt") && streq(contents, "t"))
-                r = sd_bus_message_read(m, "t", &p->override_expires_at);
-        else if (streq(name, "Knobs") && streq(contents, "a(sssssss)"))
-                r = read_knobs(m, p->knobs);
-        else if (streq(name, "ActivePolicies") && streq(contents, "a(sas)"))
-                r = read_active_policies(m, p->active_policies);
-        else if (streq(name, "HugeTLBPools") && streq(contents, "a(tittts)"))
-                r = read_pools(m, p->pools);
-        else if (streq(name, "NeedsRestart") && streq(contents, "a(ss)"))
-                r = read_pairs(m, "(ss)", p->needs_restart);
-        else if (streq(name, "IsolatedServices") && streq(contents, "a(sssssssb)"))
-                r = read_isolated(m, p->isolated);
-        else if (streq(name, "Override") && streq(contents, "a{ss}"))
-                r = read_pairs(m, "{ss}", p->override);
-        else if (streq(name, "Storms") && streq(contents, "a(ssa{sd})"))
-                r = read_storms(m, p->storms);
-        else if (streq(name, "PolicyDiagnostics") && streq(contents, DIAGNOSTICS_SIGNATURE))
-                r = read_diagnostics(m, p->diagnostics);
-        else if (streq(name, "DriftConflicts") && streq(contents, "a(sssts)"))
-                r = read_drift_conflicts(m, p->drift_conflicts);
-        else if (streq(name, "RecentDrift") && streq(contents, "a(sssssttts)"))
-                r = read_recent_drift(m, p->recent_drift);
+        if (signature && streq(contents, signature))
+                r = read_field(m, f, p);
         else
-                /* A property from a newer daemon: not ours to show. */
+                /* A property from a newer daemon, or of a type this thpd-ctl does not know: not ours
+                 * to show. */
                 r = sd_bus_message_skip(m, contents);
         if (r < 0)
                 return r;
@@ -433,21 +368,14 @@ static int read_property(sd_bus_message *m, const char *name, CtlProperties *p) 
 
 /* Decodes a GetAll reply. Returns a CtlExit code; ret is set on success only. */
 static int properties_from_reply(sd_bus_message *reply, CtlProperties *ret) {
-        CtlProperties p = {
-                .knobs = array_new(sizeof(CtlKnob), knob_clear),
-                .active_policies = array_new(sizeof(CtlActivePolicy), active_policy_clear),
-                .pools = array_new(sizeof(CtlPool), pool_clear),
-                .needs_restart = array_new(sizeof(CtlPair), pair_clear),
-                .isolated = array_new(sizeof(CtlIsolation), isolation_clear),
-                .override = array_new(sizeof(CtlPair), pair_clear),
-                .storms = array_new(sizeof(CtlStorm), storm_clear),
-                .diagnostics = diagnostics_new(),
-                .drift_conflicts = array_new(sizeof(CtlDriftConflict), drift_conflict_clear),
-                .recent_drift = array_new(sizeof(CtlDrift), drift_clear),
-        };
+        CtlProperties p = {};
         const char *name;
         int r;
 
+        /* A list the daemon does not have (an older thpd) is empty. */
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (property_fields[i].type == FIELD_ROWS)
+                        *field_rows(&p, &property_fields[i]) = rows_new(property_fields[i].rows);
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
                 r = sd_bus_message_read(reply, "s", &name);
@@ -505,16 +433,16 @@ int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c,
 int ctl_get_diagnostics(const CtlOptions *o, sd_bus *bus, GArray **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_autoptr(GArray) diagnostics = diagnostics_new();
+        g_autoptr(GArray) diagnostics = rows_new(&diagnostic_row);
         int r;
 
         r = sd_bus_call_method(bus, THPD_BUS_NAME, THPD_BUS_PATH, "org.freedesktop.DBus.Properties", "Get", &error,
                                &reply, "ss", THPD_BUS_INTERFACE, "PolicyDiagnostics");
         if (r < 0)
                 return ctl_log_bus_error(o, &error, r, "read thpd's policy diagnostics");
-        r = sd_bus_message_enter_container(reply, 'v', DIAGNOSTICS_SIGNATURE);
+        r = sd_bus_message_enter_container(reply, 'v', "a(ssuss)");
         if (r >= 0)
-                r = read_diagnostics(reply, diagnostics);
+                r = read_rows(reply, &diagnostic_row, diagnostics);
         if (r < 0) {
                 log_error_errno(r, "Cannot parse thpd's policy diagnostics: %m");
                 return CTL_EXIT_FAILURE;
@@ -553,10 +481,8 @@ void ctl_print_diagnostics(CtlOutput *out, GArray *diagnostics, const char *inde
         }
 }
 
-void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy) {
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d) {
         ctl_json_begin_object(b, NULL);
-        if (with_policy)
-                ctl_json_string(b, "policy", d->policy);
         ctl_json_string(b, "file", d->file);
         if (d->line > 0)
                 ctl_json_uint(b, "line", d->line);
@@ -567,135 +493,97 @@ void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy
         ctl_json_end_object(b);
 }
 
-void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < conflicts->len; i++) {
-                const CtlDriftConflict *c = &g_array_index(conflicts, CtlDriftConflict, i);
-
-                if (only_knob && !streq(c->knob, only_knob))
-                        continue;
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", c->knob);
-                ctl_json_string(b, "writer", empty_to_null(c->writer));
-                ctl_json_string(b, "value", c->value);
-                ctl_json_time(b, "since", c->since);
-                ctl_json_string(b, "message", c->text);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
-void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < drift->len; i++) {
-                const CtlDrift *d = &g_array_index(drift, CtlDrift, i);
-
-                if (only_knob && !streq(d->knob, only_knob))
-                        continue;
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", d->knob);
-                ctl_json_string(b, "expected", empty_to_null(d->expected));
-                ctl_json_string(b, "found", empty_to_null(d->found));
-                ctl_json_string(b, "writer", empty_to_null(d->writer));
-                ctl_json_string(b, "writer_text", d->who);
-                ctl_json_string(b, "action", d->action);
-                ctl_json_time(b, "when", d->when);
-                ctl_json_time(b, "written", d->written);
-                if (d->wrong_usec > 0)
-                        ctl_json_uint(b, "wrong_usec", d->wrong_usec);
-                else
-                        ctl_json_null(b, "wrong_usec");
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
 static bool wanted(char *const *names, const char *name) {
         return !names || g_strv_contains((const char *const *) names, name);
 }
 
-/* "" on the bus means "none"; JSON says null. */
-static void knobs_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->knobs->len; i++) {
-                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
+static void add_cell(CtlTable *t, const Field *f, const void *row) {
+        const void *p = (const uint8_t *) row + f->offset;
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "knob", k->name);
-                ctl_json_string(b, "applied", empty_to_null(k->applied));
-                ctl_json_string(b, "target", empty_to_null(k->target));
-                ctl_json_string(b, "baseline", empty_to_null(k->baseline));
-                ctl_json_string(b, "source", empty_to_null(k->source));
-                ctl_json_string(b, "policy", empty_to_null(k->policy));
-                ctl_json_string(b, "unit", empty_to_null(k->unit));
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
-static void active_policies_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->active_policies->len; i++) {
-                const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "policy", a->name);
-                ctl_json_strv(b, "units", a->units);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
-static void pools_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->pools->len; i++) {
-                const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_uint(b, "page_size_kb", pool->page_size_kb);
-                if (pool->node >= 0)
-                        ctl_json_int(b, "node", pool->node);
+        switch (f->type) {
+        case FIELD_STRING:
+        case FIELD_DERIVED:
+                ctl_table_add_string(t, *(char *const *) p);
+                return;
+        case FIELD_OPTIONAL:
+                ctl_table_add_string(t, empty_to_null(*(char *const *) p));
+                return;
+        case FIELD_STRV:
+                ctl_table_add_strv(t, *(char **const *) p);
+                return;
+        case FIELD_UINT:
+                ctl_table_add_uint(t, *(const uint64_t *) p);
+                return;
+        case FIELD_UINT_OPTIONAL:
+                if (*(const uint64_t *) p > 0)
+                        ctl_table_add_uint(t, *(const uint64_t *) p);
                 else
-                        ctl_json_null(b, "node");
-                ctl_json_uint(b, "target", pool->target);
-                ctl_json_uint(b, "allocated", pool->allocated);
-                ctl_json_uint(b, "free", pool->free);
-                ctl_json_string(b, "shortfall", empty_to_null(pool->shortfall));
-                ctl_json_end_object(b);
+                        ctl_table_add_string(t, NULL);
+                return;
+        case FIELD_UINT32_OPTIONAL:
+                if (*(const unsigned *) p > 0)
+                        ctl_table_add_uint(t, *(const unsigned *) p);
+                else
+                        ctl_table_add_string(t, NULL);
+                return;
+        case FIELD_INT_OPTIONAL:
+                if (*(const int32_t *) p >= 0)
+                        ctl_table_add_uint(t, (uint64_t) *(const int32_t *) p);
+                else
+                        ctl_table_add_string(t, NULL);
+                return;
+        case FIELD_BOOL:
+                ctl_table_add_bool(t, *(const bool *) p);
+                return;
+        case FIELD_TIME:
+                ctl_table_add_time(t, *(const uint64_t *) p);
+                return;
+        case FIELD_ROWS:
+        case FIELD_DOUBLE:
+                break;
         }
-        ctl_json_end_array(b);
+        g_assert_not_reached();
 }
 
-static void needs_restart_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->needs_restart->len; i++) {
-                const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
+/* A column for each field shown anywhere, in JSON's order; only_knob: the rows whose first field,
+ * the knob, is that one. */
+static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_knob) {
+        CtlTable *t = ctl_table_new();
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", pair->key);
-                ctl_json_string(b, "policy", pair->value);
-                ctl_json_end_object(b);
+        for (size_t i = 0; i < type->n_fields; i++) {
+                const Field *f = &type->fields[type->json_order ? type->json_order[i] : i];
+
+                ctl_table_add_column(t, f->title, f->json_key);
         }
-        ctl_json_end_array(b);
+        for (guint r = 0; r < rows->len; r++) {
+                const void *row = rows->data + (size_t) r * type->size;
+
+                if (only_knob && !streq(*(char *const *) ((const uint8_t *) row + type->fields[0].offset), only_knob))
+                        continue;
+                for (size_t i = 0; i < type->n_fields; i++)
+                        add_cell(t, &type->fields[type->json_order ? type->json_order[i] : i], row);
+        }
+        return t;
 }
 
-void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(isolated, CtlIsolation, i);
+CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob) {
+        const Field *f = property_field(name);
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", iso->unit);
-                ctl_json_string(b, "policy", iso->policy);
-                ctl_json_string(b, "thp", iso->thp);
-                ctl_json_string(b, "state", iso->state);
-                ctl_json_string(b, "note", empty_to_null(iso->note));
-                ctl_json_string(b, "scope", iso->scope);
-                ctl_json_string(b, "via", iso->via);
-                ctl_json_bool(b, "machine_wide", iso->machine_wide);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
+        /* Storms nest their figures and Override is one object: each has its own JSON and show. */
+        if (!f || f->type != FIELD_ROWS || streq(name, "Storms") || streq(name, "Override"))
+                return NULL;
+        return rows_table(f->rows, *field_rows(p, f), only_knob);
+}
+
+char *ctl_property_text(const CtlProperties *p, const char *name) {
+        const Field *f = property_field(name);
+        const void *value = f ? (const uint8_t *) p + f->offset : NULL;
+
+        if (!f || f->type == FIELD_ROWS)
+                return NULL;
+        if (f->type == FIELD_TIME)
+                return g_strdup_printf("%" PRIu64, *(const uint64_t *) value);
+        return g_strdup(*(char *const *) value ?: "");
 }
 
 static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
@@ -728,50 +616,24 @@ static void storms_to_json(const CtlProperties *p, const char *key, CtlJson *b) 
         ctl_json_end_array(b);
 }
 
-static void diagnostics_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->diagnostics->len; i++)
-                ctl_diagnostic_to_json(b, &g_array_index(p->diagnostics, CtlDiagnostic, i), true);
-        ctl_json_end_array(b);
-}
+static void property_to_json(const CtlProperties *p, const Field *f, CtlJson *b) {
+        g_autoptr(CtlTable) t = ctl_property_table(p, f->title, NULL);
+        const void *value = (const uint8_t *) p + f->offset;
 
-static void property_to_json(const CtlProperties *p, const char *name, CtlJson *b) {
-        const char *key = ctl_property_json_key(name);
-
-        if (streq(name, "Version"))
-                ctl_json_string(b, key, p->version);
-        else if (streq(name, "Status"))
-                ctl_json_string(b, key, p->status);
-        else if (streq(name, "Knobs"))
-                knobs_to_json(p, key, b);
-        else if (streq(name, "ActivePolicies"))
-                active_policies_to_json(p, key, b);
-        else if (streq(name, "HugeTLBPools"))
-                pools_to_json(p, key, b);
-        else if (streq(name, "NeedsRestart"))
-                needs_restart_to_json(p, key, b);
-        else if (streq(name, "IsolatedServices"))
-                ctl_isolated_services_to_json(b, key, p->isolated);
-        else if (streq(name, "Override"))
-                override_to_json(p, key, b);
-        else if (streq(name, "OverrideExpiresAt"))
-                ctl_json_time(b, key, p->override_expires_at);
-        else if (streq(name, "StormState"))
-                ctl_json_string(b, key, p->storm_state);
-        else if (streq(name, "StormAction"))
-                ctl_json_string(b, key, p->storm_action);
-        else if (streq(name, "Storms"))
-                storms_to_json(p, key, b);
-        else if (streq(name, "PolicyDiagnostics"))
-                diagnostics_to_json(p, key, b);
-        else if (streq(name, "DriftConflicts"))
-                ctl_drift_conflicts_to_json(b, key, p->drift_conflicts, NULL);
-        else if (streq(name, "RecentDrift"))
-                ctl_recent_drift_to_json(b, key, p->recent_drift, NULL);
+        if (t)
+                ctl_table_to_json(t, b, f->json_key);
+        else if (streq(f->title, "Override"))
+                override_to_json(p, f->json_key, b);
+        else if (streq(f->title, "Storms"))
+                storms_to_json(p, f->json_key, b);
+        else if (f->type == FIELD_TIME)
+                ctl_json_time(b, f->json_key, *(const uint64_t *) value);
+        else
+                ctl_json_string(b, f->json_key, *(char *const *) value);
 }
 
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b) {
-        for (size_t i = 0; ctl_property_names[i]; i++)
-                if (wanted(names, ctl_property_names[i]))
-                        property_to_json(p, ctl_property_names[i], b);
+        for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
+                if (wanted(names, property_fields[i].title))
+                        property_to_json(p, &property_fields[i], b);
 }

@@ -6,6 +6,7 @@
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "ctl-table.h"
 #include "ctl-terminal.h"
 #include "ctl.h"
 
@@ -25,6 +26,7 @@ typedef struct CtlPool {
         int32_t node;
         uint64_t target, allocated, free;
         char *shortfall;
+        char *name; /* as show names it: "2048kB", "2048kB.node0" */
 } CtlPool;
 
 typedef struct CtlPair {
@@ -111,13 +113,16 @@ int ctl_get_properties_async(const CtlOptions *o, sd_bus *bus, unsigned *pending
 int ctl_get_properties_finish(const CtlOptions *o, sd_bus *bus, CtlAsyncCall *c, CtlProperties *ret);
 void ctl_properties_done(CtlProperties *p);
 
-/* {"policy"?, "file", "line", "severity", "message"}; with_policy adds the policy name. */
-void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d, bool with_policy);
-/* IsolatedServices (CtlIsolation) as a JSON array under key. */
-void ctl_isolated_services_to_json(CtlJson *b, const char *key, GArray *isolated);
-/* DriftConflicts and RecentDrift as the array member key; only_knob: that knob's rows only. */
-void ctl_drift_conflicts_to_json(CtlJson *b, const char *key, GArray *conflicts, const char *only_knob);
-void ctl_recent_drift_to_json(CtlJson *b, const char *key, GArray *drift, const char *only_knob);
+/* {"file", "line", "severity", "message"}, for list and verify, which give a problem under its
+ * policy. PolicyDiagnostics, which names the policy too, is a table (ctl_property_table()). */
+void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d);
+/* A property that is a list of rows (Knobs, IsolatedServices, ...) as a table, for its JSON and
+ * for show; NULL for any other. only_knob: for DriftConflicts and RecentDrift, the rows of that
+ * knob only. */
+CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob);
+/* The value of a property that is a string or a time (in µs) as show prints it, "" for a string
+ * thpd did not send; NULL for a list. Freed with g_free(). */
+char *ctl_property_text(const CtlProperties *p, const char *name);
 /* The properties as members of the JSON object being built (only those in names, if names is
  * not NULL). */
 void ctl_properties_json_members(const CtlProperties *p, char *const *names, CtlJson *b);

@@ -6,6 +6,7 @@
 #include "ctl-format.h"
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "ctl-usage.h"
 #include "log.h"
 #include "util.h"
@@ -24,6 +25,21 @@ static void print_label(CtlOutput *out, const char *label) {
 
 static void print_continuation(CtlOutput *out) {
         ctl_printf(out, "  %-*s", LABEL_WIDTH, "");
+}
+
+/* What print_label() prints, for a table's lines; "" gives what print_continuation() does. */
+static char *label_prefix(const char *label) {
+        return g_strdup_printf("  %-*s", LABEL_WIDTH, label);
+}
+
+/* A table of n columns for a block of status lines: no titles, so that only the cells set the
+ * widths. */
+static CtlTable *block_table(size_t n) {
+        CtlTable *t = ctl_table_new();
+
+        for (size_t i = 0; i < n; i++)
+                ctl_table_add_column(t, "", NULL);
+        return t;
 }
 
 static bool arg_full;
@@ -94,21 +110,6 @@ static void print_policies(CtlOutput *out, const CtlProperties *p) {
         print_more(out, p->active_policies->len, shown, "active policies");
 }
 
-/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit; "(smaps, read by thpd-ctl)" where thpd
- * could not tell and thpd-ctl read it with the caller's privileges. */
-static char *usage_text(const CtlUnitUsage *u) {
-        g_autofree char *anon = NULL, *shmem = NULL;
-
-        if (!u->source[0])
-                return g_strdup("unknown");
-        anon = ctl_format_bytes(u->anon_thp_bytes);
-        if (u->shmem_thp_bytes == UINT64_MAX)
-                return g_strdup_printf("%s anon, shmem not counted apart (%s%s)", anon, u->source,
-                                       u->read_by_ctl ? ", read by thpd-ctl" : "");
-        shmem = ctl_format_bytes(u->shmem_thp_bytes);
-        return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
-}
-
 /* Unknown (UINT64_MAX) counts as nothing: the units known to hold the most come first. */
 static uint64_t held_or_zero(const CtlUnitUsage *u) {
         uint64_t held = ctl_unit_usage_total(u);
@@ -126,7 +127,8 @@ static gint compare_usage_held(gconstpointer a, gconstpointer b) {
 /* Cut to the units that hold the most. */
 static void print_usage(CtlOutput *out, GArray *usage) {
         g_autoptr(GPtrArray) units = NULL;
-        int width = 0;
+        g_autoptr(CtlTable) t = NULL;
+        g_autofree char *label = label_prefix("THP held:"), *continuation = label_prefix("");
         guint shown;
 
         if (!usage || usage->len == 0)
@@ -137,59 +139,46 @@ static void print_usage(CtlOutput *out, GArray *usage) {
         shown = list_limit(units->len);
         if (shown < units->len)
                 g_ptr_array_sort(units, compare_usage_held);
-        for (guint i = 0; i < shown; i++)
-                width = MAX(width, (int) strlen(((const CtlUnitUsage *) g_ptr_array_index(units, i))->unit));
-        print_label(out, "THP held:");
-        for (guint i = 0; i < shown; i++) {
-                const CtlUnitUsage *u = g_ptr_array_index(units, i);
-                g_autofree char *text = usage_text(u);
-
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%-*s  %s\n", width, u->unit, text);
-        }
+        t = ctl_unit_usage_table((const CtlUnitUsage *const *) units->pdata, shown);
+        ctl_table_print_block(t, out, label, continuation);
         print_more(out, units->len, shown, "units");
 }
 
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
-        int name_width = 0, value_width = 0, baseline_width = 0;
-        g_autoptr(GPtrArray) baselines = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(CtlTable) t = block_table(4);
+        g_autofree char *label = label_prefix("Knobs:"), *continuation = label_prefix("");
 
-        for (guint i = 0; i < p->knobs->len; i++) {
-                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-                char *b = streq(k->applied, k->baseline) ? g_strdup("") : g_strdup_printf("(baseline %s)", k->baseline);
-
-                name_width = MAX(name_width, (int) strlen(k->name));
-                value_width = MAX(value_width, (int) strlen(k->applied));
-                baseline_width = MAX(baseline_width, (int) strlen(b));
-                g_ptr_array_add(baselines, b);
+        if (p->knobs->len == 0) {
+                ctl_printf(out, "%snone on this kernel\n", label);
+                return;
         }
-
-        print_label(out, "Knobs:");
-        if (p->knobs->len == 0)
-                ctl_printf(out, "none on this kernel\n");
         for (guint i = 0; i < p->knobs->len; i++) {
                 const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-                const char *baseline = g_ptr_array_index(baselines, i);
-                g_autofree char *reason = knob_reason(k);
-                bool moved = baseline[0] != '\0';
+                bool moved = !streq(k->applied, k->baseline), baseline = streq(k->source, "baseline");
+                g_autofree char *reason = knob_reason(k), *moved_from = NULL;
+                g_autoptr(GString) why = g_string_new(NULL);
                 const CtlDriftConflict *conflict;
 
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%-*s  %s%-*s%s  %-*s  %s%s%s", name_width, k->name, moved ? ctl_color(CTL_COLOR_BOLD) : "",
-                           value_width, k->applied, moved ? ctl_color(CTL_COLOR_NORMAL) : "", baseline_width, baseline,
-                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_GREY) : "", reason,
-                           streq(k->source, "baseline") ? ctl_color(CTL_COLOR_NORMAL) : "");
+                g_string_append_printf(why, "%s%s%s", baseline ? ctl_color(CTL_COLOR_GREY) : "", reason,
+                                       baseline ? ctl_color(CTL_COLOR_NORMAL) : "");
                 if (knob_pending(p, k))
-                        ctl_printf(out, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED), ctl_glyph(CTL_GLYPH_DASH),
-                                   k->target, ctl_color(CTL_COLOR_NORMAL));
+                        g_string_append_printf(why, "%s %s target %s is not applied%s", ctl_color(CTL_COLOR_RED),
+                                               ctl_glyph(CTL_GLYPH_DASH), k->target, ctl_color(CTL_COLOR_NORMAL));
                 else if (!streq(k->applied, k->target) && (conflict = knob_conflict(p, k->name)))
-                        ctl_printf(out, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
-                                   ctl_glyph(CTL_GLYPH_DASH), k->target, conflict->writer[0] ? conflict->writer : "another writer",
-                                   ctl_color(CTL_COLOR_NORMAL));
-                ctl_printf(out, "\n");
+                        g_string_append_printf(why, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
+                                               ctl_glyph(CTL_GLYPH_DASH), k->target,
+                                               conflict->writer[0] ? conflict->writer : "another writer", ctl_color(CTL_COLOR_NORMAL));
+                if (moved)
+                        moved_from = g_strdup_printf("(baseline %s)", k->baseline);
+
+                ctl_table_add_string(t, k->name);
+                ctl_table_add_string(t, k->applied);
+                if (moved)
+                        ctl_table_set_color(t, CTL_COLOR_BOLD);
+                ctl_table_add_string(t, moved_from);
+                ctl_table_add_string(t, why->str);
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 static void print_pools(CtlOutput *out, const CtlProperties *p) {
@@ -448,103 +437,6 @@ static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
         ctl_printf(out, "%s\n", value ?: "");
 }
 
-static void show_knobs(CtlOutput *out, const CtlProperties *p) {
-        for (guint i = 0; i < p->knobs->len; i++) {
-                const CtlKnob *k = &g_array_index(p->knobs, CtlKnob, i);
-
-                kv(out, k->applied, "Knobs.%s.Applied", k->name);
-                kv(out, k->target, "Knobs.%s.Target", k->name);
-                kv(out, k->baseline, "Knobs.%s.Baseline", k->name);
-                kv(out, k->source, "Knobs.%s.Source", k->name);
-                kv(out, k->policy, "Knobs.%s.Policy", k->name);
-                kv(out, k->unit, "Knobs.%s.Unit", k->name);
-        }
-}
-
-static void show_active_policies(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) names = g_string_new(NULL);
-
-        for (guint i = 0; i < p->active_policies->len; i++)
-                g_string_append_printf(names, "%s%s", i > 0 ? " " : "", g_array_index(p->active_policies, CtlActivePolicy, i).name);
-        kv(out, names->str, "ActivePolicies");
-        for (guint i = 0; i < p->active_policies->len; i++) {
-                const CtlActivePolicy *a = &g_array_index(p->active_policies, CtlActivePolicy, i);
-                g_autofree char *units = g_strjoinv(" ", a->units);
-
-                kv(out, units, "ActivePolicies.%s.Units", a->name);
-        }
-}
-
-static char *pool_id(const CtlPool *pool) {
-        if (pool->node < 0)
-                return g_strdup_printf("%" PRIu64 "kB", pool->page_size_kb);
-        return g_strdup_printf("%" PRIu64 "kB.node%" PRIi32, pool->page_size_kb, pool->node);
-}
-
-static void show_number(CtlOutput *out, uint64_t value, const char *key) {
-        char buf[24];
-
-        snprintf(buf, sizeof buf, "%" PRIu64, value);
-        kv(out, buf, "%s", key);
-}
-
-static void show_pools(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) ids = g_string_new(NULL);
-
-        for (guint i = 0; i < p->pools->len; i++) {
-                g_autofree char *id = pool_id(&g_array_index(p->pools, CtlPool, i));
-
-                g_string_append_printf(ids, "%s%s", i > 0 ? " " : "", id);
-        }
-        kv(out, ids->str, "HugeTLBPools");
-        for (guint i = 0; i < p->pools->len; i++) {
-                const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-                g_autofree char *id = pool_id(pool);
-
-                static const char *const fields[] = { "Target", "Allocated", "Free" };
-                const uint64_t values[] = { pool->target, pool->allocated, pool->free };
-
-                for (size_t f = 0; f < ELEMENTSOF(fields); f++) {
-                        g_autofree char *key = g_strdup_printf("HugeTLBPools.%s.%s", id, fields[f]);
-
-                        show_number(out, values[f], key);
-                }
-                kv(out, pool->shortfall, "HugeTLBPools.%s.Shortfall", id);
-        }
-}
-
-static void show_needs_restart(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) units = g_string_new(NULL);
-
-        for (guint i = 0; i < p->needs_restart->len; i++)
-                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->needs_restart, CtlPair, i).key);
-        kv(out, units->str, "NeedsRestart");
-        for (guint i = 0; i < p->needs_restart->len; i++) {
-                const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
-
-                kv(out, pair->value, "NeedsRestart.%s.Policy", pair->key);
-        }
-}
-
-static void show_isolated(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) units = g_string_new(NULL);
-
-        for (guint i = 0; i < p->isolated->len; i++)
-                g_string_append_printf(units, "%s%s", i > 0 ? " " : "", g_array_index(p->isolated, CtlIsolation, i).unit);
-        kv(out, units->str, "IsolatedServices");
-        for (guint i = 0; i < p->isolated->len; i++) {
-                const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
-
-                kv(out, iso->policy, "IsolatedServices.%s.Policy", iso->unit);
-                kv(out, iso->thp, "IsolatedServices.%s.THP", iso->unit);
-                kv(out, iso->state, "IsolatedServices.%s.State", iso->unit);
-                kv(out, iso->note, "IsolatedServices.%s.Note", iso->unit);
-                kv(out, iso->scope, "IsolatedServices.%s.Scope", iso->unit);
-                kv(out, iso->via, "IsolatedServices.%s.Via", iso->unit);
-                kv(out, iso->machine_wide ? "yes" : "no", "IsolatedServices.%s.MachineWide", iso->unit);
-        }
-}
-
 static void show_override(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(GString) values = g_string_new(NULL);
 
@@ -586,25 +478,6 @@ static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
-/* DriftConflicts=KNOB… then per knob its writer, value, start and message. */
-static void show_drift_conflicts(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) knobs = g_string_new(NULL);
-
-        for (guint i = 0; i < p->drift_conflicts->len; i++)
-                g_string_append_printf(knobs, "%s%s", i > 0 ? " " : "",
-                                       g_array_index(p->drift_conflicts, CtlDriftConflict, i).knob);
-        kv(out, knobs->str, "DriftConflicts");
-        for (guint i = 0; i < p->drift_conflicts->len; i++) {
-                const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
-                g_autofree char *key = g_strdup_printf("DriftConflicts.%s.Since", c->knob);
-
-                kv(out, c->writer, "DriftConflicts.%s.Writer", c->knob);
-                kv(out, c->value, "DriftConflicts.%s.Value", c->knob);
-                show_number(out, c->since, key);
-                kv(out, c->text, "DriftConflicts.%s.Message", c->knob);
-        }
-}
-
 /* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN WRITTEN WRONG_USEC";
  * writer "-" when unknown, so that the fields split on spaces; WRITTEN and WRONG_USEC 0 when the
  * write was not seen or the item not restored. */
@@ -621,35 +494,24 @@ static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
+/* A list property's rows as NAME.ID.FIELD=, but for those with a form of their own: a problem as
+ * verify prints it, a drift event in one line. Knobs lists no names first: every knob the kernel
+ * has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        if (streq(name, "Version"))
-                kv(out, p->version, "%s", name);
-        else if (streq(name, "Status"))
-                kv(out, p->status, "%s", name);
-        else if (streq(name, "Knobs"))
-                show_knobs(out, p);
-        else if (streq(name, "ActivePolicies"))
-                show_active_policies(out, p);
-        else if (streq(name, "HugeTLBPools"))
-                show_pools(out, p);
-        else if (streq(name, "NeedsRestart"))
-                show_needs_restart(out, p);
-        else if (streq(name, "IsolatedServices"))
-                show_isolated(out, p);
+        bool own_form = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
+        g_autoptr(CtlTable) t = own_form ? NULL : ctl_property_table(p, name, NULL);
+        g_autofree char *value = ctl_property_text(p, name);
+
+        if (value)
+                kv(out, value, "%s", name);
+        else if (t)
+                ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
         else if (streq(name, "Override"))
                 show_override(out, p);
-        else if (streq(name, "OverrideExpiresAt"))
-                show_number(out, p->override_expires_at, name);
-        else if (streq(name, "StormState"))
-                kv(out, p->storm_state, "%s", name);
-        else if (streq(name, "StormAction"))
-                kv(out, p->storm_action, "%s", name);
         else if (streq(name, "Storms"))
                 show_storms(out, p);
         else if (streq(name, "PolicyDiagnostics"))
                 show_diagnostics(out, p);
-        else if (streq(name, "DriftConflicts"))
-                show_drift_conflicts(out, p);
         else if (streq(name, "RecentDrift"))
                 show_recent_drift(out, p);
 }

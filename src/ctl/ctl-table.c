@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdarg.h>
+
 #include "ctl-table.h"
 #include "util.h"
 
 typedef enum CellType {
         CELL_STRING,
-        CELL_STRV,
         CELL_JSON,
+        CELL_TIME,
 } CellType;
 
 typedef struct Cell {
         CellType type;
         char *string; /* the string, or the JSON text; NULL: none */
-        char **strv;
+        char *text;   /* CELL_JSON: what text shows (a list, a number, yes or no); NULL: nothing */
+        uint64_t number; /* CELL_TIME */
         const char *color; /* NULL: not coloured */
 } Cell;
 
@@ -31,7 +35,7 @@ static void cell_clear(gpointer p) {
         Cell *c = p;
 
         g_free(c->string);
-        g_strfreev(c->strv);
+        g_free(c->text);
 }
 
 CtlTable *ctl_table_new(void) {
@@ -63,6 +67,15 @@ size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_ke
         return t->columns->len - 1;
 }
 
+void ctl_table_add_json_columns(CtlTable *t, const char *key, ...) {
+        va_list ap;
+
+        va_start(ap, key);
+        for (const char *k = key; k; k = va_arg(ap, const char *))
+                ctl_table_add_column(t, NULL, k);
+        va_end(ap);
+}
+
 void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width) {
         g_array_index(t->columns, Column, column).minimum_width = width;
 }
@@ -88,11 +101,29 @@ void ctl_table_add_string(CtlTable *t, const char *value) {
 }
 
 void ctl_table_add_strv(CtlTable *t, char *const *values) {
-        add_cell(t, (Cell) { .type = CELL_STRV, .strv = g_strdupv((char **) values) });
+        g_autoptr(CtlJson) j = ctl_json_new();
+
+        ctl_json_strv(j, NULL, values);
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(j)),
+                             .text = values && values[0] ? g_strjoinv(" ", (char **) values) : NULL });
 }
 
 void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
         add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(value)) });
+}
+
+void ctl_table_add_uint(CtlTable *t, uint64_t value) {
+        char *number = g_strdup_printf("%" PRIu64, value);
+
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = number, .text = g_strdup(number) });
+}
+
+void ctl_table_add_bool(CtlTable *t, bool value) {
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(value ? "true" : "false"), .text = g_strdup(value ? "yes" : "no") });
+}
+
+void ctl_table_add_time(CtlTable *t, uint64_t realtime_usec) {
+        add_cell(t, (Cell) { .type = CELL_TIME, .number = realtime_usec });
 }
 
 void ctl_table_set_color(CtlTable *t, CtlColor color) {
@@ -110,10 +141,12 @@ static const Cell *cell_at(const CtlTable *t, size_t row, size_t column) {
 
 /* A cell's text; JSON-only values have none. */
 static char *cell_text(const CtlTable *t, const Cell *c) {
-        if (c->type == CELL_STRV && c->strv && c->strv[0])
-                return g_strjoinv(" ", c->strv);
         if (c->type == CELL_STRING && c->string)
                 return g_strdup(c->string);
+        if (c->type == CELL_JSON && c->text)
+                return g_strdup(c->text);
+        if (c->type == CELL_TIME)
+                return g_strdup_printf("%" PRIu64, c->number);
         return g_strdup(t->empty);
 }
 
@@ -140,10 +173,12 @@ static void append_padded(GString *line, const char *text, size_t width) {
                 g_string_append_c(line, ' ');
 }
 
-static void print_line(CtlOutput *out, GArray *shown, const char *const *texts, const char *const *colors, const size_t *widths,
-                       const char *line_color) {
-        g_autoptr(GString) line = g_string_new(line_color);
+static void print_line(CtlOutput *out, const char *prefix, GArray *shown, const char *const *texts, const char *const *colors,
+                       const size_t *widths, const char *line_color) {
+        g_autoptr(GString) line = g_string_new(prefix);
 
+        if (line_color)
+                g_string_append(line, line_color);
         for (guint i = 0; i < shown->len; i++) {
                 bool last = i + 1 == shown->len;
 
@@ -161,7 +196,7 @@ static void print_line(CtlOutput *out, GArray *shown, const char *const *texts, 
         ctl_puts(out, line->str);
 }
 
-void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
+static void print_table(const CtlTable *t, CtlOutput *out, bool header, const char *first_prefix, const char *prefix) {
         g_autoptr(GArray) shown = shown_columns(t);
         size_t rows = ctl_table_rows(t), n = shown->len;
         g_autofree size_t *widths = g_new0(size_t, n + 1);
@@ -190,13 +225,60 @@ void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
 
                 for (size_t i = 0; i < n; i++)
                         titles[i] = g_array_index(t->columns, Column, g_array_index(shown, size_t, i)).header ?: "";
-                print_line(out, shown, titles, colors, widths, ctl_color(CTL_COLOR_BOLD));
+                print_line(out, first_prefix, shown, titles, colors, widths, ctl_color(CTL_COLOR_BOLD));
         }
         for (size_t r = 0; r < rows; r++) {
                 for (size_t i = 0; i < n; i++)
                         colors[i] = cell_at(t, r, g_array_index(shown, size_t, i))->color;
-                print_line(out, shown, g_ptr_array_index(texts, r), colors, widths, NULL);
+                print_line(out, header || r > 0 ? prefix : first_prefix, shown, g_ptr_array_index(texts, r), colors, widths, NULL);
         }
+}
+
+void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header) {
+        print_table(t, out, header, "", "");
+}
+
+void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_prefix, const char *prefix) {
+        print_table(t, out, false, first_prefix, prefix);
+}
+
+/* The first column with a title names the rows. */
+static size_t id_column(const CtlTable *t) {
+        for (size_t i = 0; i < t->columns->len; i++)
+                if (g_array_index(t->columns, Column, i).header)
+                        return i;
+        g_assert_not_reached();
+}
+
+static void print_keyed_line(CtlOutput *out, const char *key, const char *value, bool value_only) {
+        if (value_only)
+                ctl_printf(out, "%s\n", value);
+        else
+                ctl_printf(out, "%s=%s\n", key, value);
+}
+
+void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only) {
+        size_t rows = ctl_table_rows(t), id = id_column(t);
+        g_auto(GStrv) ids = g_new0(char *, rows + 1);
+
+        for (size_t r = 0; r < rows; r++)
+                ids[r] = cell_text(t, cell_at(t, r, id));
+        if (list) {
+                g_autofree char *joined = g_strjoinv(" ", ids);
+
+                print_keyed_line(out, name, joined, value_only);
+        }
+        for (size_t r = 0; r < rows; r++)
+                for (size_t i = id + 1; i < t->columns->len; i++) {
+                        const char *header = g_array_index(t->columns, Column, i).header;
+                        g_autofree char *key = NULL, *text = NULL;
+
+                        if (!header)
+                                continue;
+                        key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
+                        text = cell_text(t, cell_at(t, r, i));
+                        print_keyed_line(out, key, text, value_only);
+                }
 }
 
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {
@@ -210,11 +292,11 @@ void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {
                 case CELL_STRING:
                         ctl_json_string(j, key, c->string);
                         break;
-                case CELL_STRV:
-                        ctl_json_strv(j, key, c->strv);
-                        break;
                 case CELL_JSON:
                         ctl_json_raw(j, key, c->string);
+                        break;
+                case CELL_TIME:
+                        ctl_json_time(j, key, c->number);
                         break;
                 }
         }

@@ -27,6 +27,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CtlTable, ctl_table_free)
  * JSON, NULL for a column only text shows. Both must outlive the table (string literals). Returns
  * the column's index. Columns are added before any cell. */
 size_t ctl_table_add_column(CtlTable *t, const char *header, const char *json_key);
+/* A column only JSON shows for each key, up to NULL, as systemd's table_new() takes its titles. */
+void ctl_table_add_json_columns(CtlTable *t, const char *key, ...) G_GNUC_NULL_TERMINATED;
 /* The text column is at least this many columns wide, whatever its cells. */
 void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width);
 /* Which columns text shows, in this order; n indices. Without it: every column with a header, in
@@ -39,6 +41,13 @@ void ctl_table_set_empty_string(CtlTable *t, const char *empty);
 void ctl_table_add_string(CtlTable *t, const char *value);
 /* A list: an array in JSON, the elements separated by a blank in text. */
 void ctl_table_add_strv(CtlTable *t, char *const *values);
+/* A number; in text in decimal. */
+void ctl_table_add_uint(CtlTable *t, uint64_t value);
+/* true or false in JSON, yes or no in text. */
+void ctl_table_add_bool(CtlTable *t, bool value);
+/* A CLOCK_REALTIME time in µs, 0 for none: in JSON a timestamp and its KEY_usec twin
+ * (ctl_json_time()), in text the number. */
+void ctl_table_add_time(CtlTable *t, uint64_t realtime_usec);
 /* A value only JSON shows, as it is: the text of a finished document (ctl_json_text()). */
 void ctl_table_add_json(CtlTable *t, const CtlJson *value);
 /* Colours the last cell added, in text: the colour, the padded value, then the normal colour. */
@@ -50,6 +59,13 @@ size_t ctl_table_rows(const CtlTable *t);
  * is not padded); with header, a bold line of the titles first. The lines are cut as out cuts
  * them. */
 void ctl_table_print(const CtlTable *t, CtlOutput *out, bool header);
+/* As ctl_table_print() without the titles, the first line after first_prefix and the others after
+ * prefix: a block of status under its label. */
+void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_prefix, const char *prefix);
+/* As show prints a property that is a list: with list, "NAME=ID ID ..." first; then for each row
+ * "NAME.ID.TITLE=text" for each later column with a title, where the first column with a title
+ * gives the ID. value_only: what follows "=" only (show --value). */
+void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only);
 /* Row row as the members of an object, in column order, for a caller that adds more. */
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j);
 /* "key": [ {row}, ... ]; key NULL inside an array. */

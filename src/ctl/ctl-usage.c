@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "ctl-bus.h"
+#include "ctl-format.h"
 #include "ctl-json.h"
 #include "ctl-usage.h"
 #include "log.h"
@@ -217,30 +218,61 @@ uint64_t ctl_unit_usage_total(const CtlUnitUsage *u) {
         return u->anon_thp_bytes + MIN(u->shmem_thp_bytes, UINT64_MAX - 1 - u->anon_thp_bytes);
 }
 
-static void json_bytes(CtlJson *b, const char *key, uint64_t value) {
+/* "2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)" for one unit; "(smaps, read by thpd-ctl)" where thpd
+ * could not tell and thpd-ctl read it with the caller's privileges. */
+static char *usage_text(const CtlUnitUsage *u) {
+        g_autofree char *anon = NULL, *shmem = NULL;
+
+        if (!u->source[0])
+                return g_strdup("unknown");
+        anon = ctl_format_bytes(u->anon_thp_bytes);
+        if (u->shmem_thp_bytes == UINT64_MAX)
+                return g_strdup_printf("%s anon, shmem not counted apart (%s%s)", anon, u->source,
+                                       u->read_by_ctl ? ", read by thpd-ctl" : "");
+        shmem = ctl_format_bytes(u->shmem_thp_bytes);
+        return g_strdup_printf("%s anon, %s shmem (%s%s)", anon, shmem, u->source, u->read_by_ctl ? ", read by thpd-ctl" : "");
+}
+
+/* UINT64_MAX, unknown, is null. */
+static void add_bytes(CtlTable *t, uint64_t value) {
         if (value == UINT64_MAX)
-                ctl_json_null(b, key);
+                ctl_table_add_string(t, NULL);
         else
-                ctl_json_uint(b, key, value);
+                ctl_table_add_uint(t, value);
+}
+
+CtlTable *ctl_unit_usage_table(const CtlUnitUsage *const *units, size_t n) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "", "unit");
+        ctl_table_add_json_columns(t, "policy", "anon_thp_bytes", "shmem_thp_bytes", "source", "read_by", NULL);
+        ctl_table_add_column(t, "", NULL);
+        for (size_t i = 0; i < n; i++) {
+                const CtlUnitUsage *u = units[i];
+                g_autofree char *text = usage_text(u);
+
+                ctl_table_add_string(t, u->unit);
+                ctl_table_add_string(t, u->policy);
+                add_bytes(t, u->anon_thp_bytes);
+                add_bytes(t, u->shmem_thp_bytes);
+                ctl_table_add_string(t, empty_to_null(u->source));
+                ctl_table_add_string(t, !u->source[0] ? NULL : u->read_by_ctl ? "thpd-ctl" : "thpd");
+                ctl_table_add_string(t, text);
+        }
+        return t;
 }
 
 void ctl_unit_usage_to_json(GArray *usage, CtlJson *b) {
+        g_autoptr(GPtrArray) units = NULL;
+        g_autoptr(CtlTable) t = NULL;
+
         if (!usage) {
                 ctl_json_null(b, "unit_usage");
                 return;
         }
-        ctl_json_begin_array(b, "unit_usage");
-        for (guint i = 0; i < usage->len; i++) {
-                const CtlUnitUsage *u = &g_array_index(usage, CtlUnitUsage, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "unit", u->unit);
-                ctl_json_string(b, "policy", u->policy);
-                json_bytes(b, "anon_thp_bytes", u->anon_thp_bytes);
-                json_bytes(b, "shmem_thp_bytes", u->shmem_thp_bytes);
-                ctl_json_string(b, "source", u->source[0] ? u->source : NULL);
-                ctl_json_string(b, "read_by", !u->source[0] ? NULL : u->read_by_ctl ? "thpd-ctl" : "thpd");
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
+        units = g_ptr_array_sized_new(usage->len);
+        for (guint i = 0; i < usage->len; i++)
+                g_ptr_array_add(units, &g_array_index(usage, CtlUnitUsage, i));
+        t = ctl_unit_usage_table((const CtlUnitUsage *const *) units->pdata, units->len);
+        ctl_table_to_json(t, b, "unit_usage");
 }

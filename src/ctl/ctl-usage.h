@@ -6,6 +6,7 @@
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "ctl-table.h"
 
 /* How much THP each unit with a policy holds (GetUnitUsage). */
 
@@ -39,5 +40,8 @@ void ctl_unit_usage_call_done(CtlUsageCall *c);
 const CtlUnitUsage *ctl_unit_usage_find(GArray *usage, const char *unit);
 /* anon + shmem as far as known; UINT64_MAX when neither is. */
 uint64_t ctl_unit_usage_total(const CtlUnitUsage *u);
+/* n units as a table: JSON has each unit's figures (null where unknown), text its name and a line
+ * that says them ("2.7 GiB anon, 4.0 MiB shmem (cgroup-v2)"). */
+CtlTable *ctl_unit_usage_table(const CtlUnitUsage *const *units, size_t n);
 /* "unit_usage": [...], or null for NULL. */
 void ctl_unit_usage_to_json(GArray *usage, CtlJson *b);

@@ -137,7 +137,7 @@ static void diagnostic_to_json(CtlJson *b, const Diagnostic *d) {
                 .message = d->message,
         };
 
-        ctl_diagnostic_to_json(b, &c, false);
+        ctl_diagnostic_to_json(b, &c);
 }
 
 /* A diagnostic belongs to the entry of the file it names, or, for verify without FILE, to the

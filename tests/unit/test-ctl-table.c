@@ -52,7 +52,9 @@ static CtlTable *sample(void) {
         return t;
 }
 
-static char *printed(const CtlTable *t, size_t columns, bool header) {
+/* keyed: print as show prints the property of that name instead, with header as its list line and
+ * value_only as --value. */
+static char *printed(const CtlTable *t, size_t columns, bool header, const char *keyed, bool value_only) {
         g_autofree char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
@@ -60,7 +62,10 @@ static char *printed(const CtlTable *t, size_t columns, bool header) {
 
         ck_assert_ptr_nonnull(f);
         ctl_output_init(&out, f, columns);
-        ctl_table_print(t, &out, header);
+        if (keyed)
+                ctl_table_print_keyed(t, &out, keyed, header, value_only);
+        else
+                ctl_table_print(t, &out, header);
         ck_assert_int_eq(ctl_output_flush(&out), 0);
         ck_assert_int_eq(ctl_output_done(&out), 0);
         ck_assert_int_eq(fclose(f), 0);
@@ -69,7 +74,7 @@ static char *printed(const CtlTable *t, size_t columns, bool header) {
 
 START_TEST(test_table_text) {
         g_autoptr(CtlTable) t = sample();
-        g_autofree char *text = printed(t, 0, true);
+        g_autofree char *text = printed(t, 0, true, NULL, false);
 
         ck_assert_uint_eq(ctl_table_rows(t), 2);
         /* Two blanks between columns, the last one not padded, the colour around the padded cell,
@@ -90,14 +95,39 @@ START_TEST(test_table_without_header) {
         ctl_table_add_string(t, "x");
         ctl_table_add_string(t, "1");
         /* The titles still count: the columns do not move with --no-legend. */
-        text = printed(t, 0, false);
+        text = printed(t, 0, false, NULL, false);
         ck_assert_str_eq(text, "x     1\n");
+}
+END_TEST
+
+START_TEST(test_table_block) {
+        g_autoptr(CtlTable) t = ctl_table_new();
+        g_autofree char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        CtlOutput out;
+
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_string(t, "enabled");
+        ctl_table_add_string(t, "never");
+        ctl_table_add_string(t, "defrag");
+        ctl_table_add_string(t, "madvise");
+        ck_assert_ptr_nonnull(f);
+        ctl_output_init(&out, f, 0);
+        /* A label before the first line, its width in blanks before the others; empty titles
+         * take no room. */
+        ctl_table_print_block(t, &out, "  Knobs: ", "         ");
+        ck_assert_int_eq(ctl_output_flush(&out), 0);
+        ck_assert_int_eq(ctl_output_done(&out), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_str_eq(buf, "  Knobs: enabled  never\n         defrag   madvise\n");
 }
 END_TEST
 
 START_TEST(test_table_cut) {
         g_autoptr(CtlTable) t = sample();
-        g_autofree char *text = printed(t, 16, true);
+        g_autofree char *text = printed(t, 16, true, NULL, false);
 
         /* Lines are cut as the output cuts them; the colours stay balanced. */
         ck_assert_str_eq(text,
@@ -135,10 +165,47 @@ START_TEST(test_table_empty) {
 
         ctl_table_add_column(t, "NAME", "name");
         ctl_table_add_column(t, "STATE", "state");
-        text = printed(t, 0, true);
+        text = printed(t, 0, true, NULL, false);
         ck_assert_str_eq(text, BOLD "NAME  STATE" NORMAL "\n");
         ctl_table_to_json(t, j, NULL);
         ck_assert_str_eq(ctl_json_text(j), "[]");
+}
+END_TEST
+
+/* A pool as show and --json give it: JSON-only columns before the one that names the row. */
+static CtlTable *pools(void) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_json_columns(t, "size", "node", NULL);
+        ctl_table_add_column(t, "Pool", NULL);
+        ctl_table_add_column(t, "Free", "free");
+        ctl_table_add_column(t, "Spare", "spare");
+        ctl_table_add_column(t, "Since", "since");
+        ctl_table_add_column(t, "Note", "note");
+        ctl_table_add_uint(t, 2048);
+        ctl_table_add_string(t, NULL);
+        ctl_table_add_string(t, "2048kB");
+        ctl_table_add_uint(t, 3);
+        ctl_table_add_bool(t, true);
+        ctl_table_add_time(t, 0);
+        ctl_table_add_string(t, NULL);
+        return t;
+}
+
+START_TEST(test_table_keyed) {
+        g_autoptr(CtlTable) t = pools();
+        g_autofree char *listed = printed(t, 0, true, "Pools", false), *bare = printed(t, 0, false, "Pools", false);
+        g_autofree char *values = printed(t, 0, true, "Pools", true);
+        g_autoptr(CtlJson) j = ctl_json_new();
+
+        ck_assert_str_eq(listed, "Pools=2048kB\nPools.2048kB.Free=3\nPools.2048kB.Spare=yes\nPools.2048kB.Since=0\nPools.2048kB.Note=\n");
+        ck_assert_str_eq(bare, "Pools.2048kB.Free=3\nPools.2048kB.Spare=yes\nPools.2048kB.Since=0\nPools.2048kB.Note=\n");
+        ck_assert_str_eq(values, "2048kB\n3\nyes\n0\n\n");
+
+        /* A time of 0 is none: null, and its _usec twin too. */
+        ctl_table_to_json(t, j, NULL);
+        ck_assert_str_eq(ctl_json_text(j),
+                         "[{\"size\":2048,\"node\":null,\"free\":3,\"spare\":true,\"since\":null,\"since_usec\":null,\"note\":null}]");
 }
 END_TEST
 
@@ -157,9 +224,11 @@ int main(void) {
 
         tcase_add_test(tc, test_table_text);
         tcase_add_test(tc, test_table_without_header);
+        tcase_add_test(tc, test_table_block);
         tcase_add_test(tc, test_table_cut);
         tcase_add_test(tc, test_table_json);
         tcase_add_test(tc, test_table_empty);
+        tcase_add_test(tc, test_table_keyed);
         tcase_add_test(tc, test_table_free_null);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
