@@ -2,6 +2,10 @@
 #include "unit-record.h"
 #include "util.h"
 
+/* Appended lines may grow this long even after a short snapshot: a host with few units then
+ * rewrites its record once in a hundred starts or so, not at every one. */
+#define APPEND_MIN 4096U
+
 #define UNIT_RECORD_HEADER "# thpd units v1: units of active policies (started under them, or needing a restart)\n"
 
 static bool valid_word(const char *s) {
@@ -111,4 +115,11 @@ char *unit_record_format(const GPtrArray *units, GHashTable *needs_restart) {
                 g_string_append_c(s, '\n');
         }
         return g_string_free(s, FALSE);
+}
+
+bool unit_record_can_append(size_t snapshot, size_t appended, size_t adding, size_t read_limit) {
+        size_t after = appended + adding;
+
+        return after >= appended && after <= MAX(snapshot, APPEND_MIN) && snapshot <= read_limit &&
+               after <= read_limit - snapshot;
 }

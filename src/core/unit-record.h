@@ -2,6 +2,8 @@
 #pragma once
 
 #include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /* Which units of active policies started under them, and which were already running (they
  * need a restart), kept in the runtime directory beside the baseline record. A thpd that
@@ -31,6 +33,12 @@ typedef enum UnitRecordChange {
 
 /* Appends the line for one change to journal. */
 void unit_record_append_change(GString *journal, UnitRecordChange change, const char *unit, const char *policy);
+
+/* Whether adding more bytes of changes may go on a record whose snapshot was snapshot bytes and
+ * which has had appended bytes since, or the snapshot should be written again: the appended
+ * lines stay no longer than the snapshot (or 4 KiB), and the whole under read_limit, what a
+ * restarted thpd reads of it. */
+bool unit_record_can_append(size_t snapshot, size_t appended, size_t adding, size_t read_limit);
 /* units: the wanted units' names, sorted, of which those in needs_restart are recorded as
  * needing a restart and the others as started (so that the caller need not build the difference
  * at every start). Sorted, so that equal sets give equal text. */

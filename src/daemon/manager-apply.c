@@ -256,10 +256,6 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
 
 /* ---- persist ---- */
 
-/* Appended up to the snapshot's length (at least UNIT_RECORD_APPEND_MIN), then written whole
- * again: the file stays at most about twice what it records, well under what a read takes. */
-#define UNIT_RECORD_APPEND_MIN 4096U
-
 static int write_unit_record_snapshot(Manager *m) {
         g_autofree char *text = unit_record_format(m->plan.seen_sorted, m->plan.needs_restart);
         int r;
@@ -276,8 +272,8 @@ static int write_unit_record_snapshot(Manager *m) {
 /* Only when the sets changed: unit churn outside policies costs no write. Not put off to batch
  * a burst: a thpd killed right after a start must still know the unit started under its
  * policy. A start appends its line; the snapshot is written first, after a failed append (the
- * file may end in part of a line, which a reader skips) and once the appended lines grew as
- * long as it. */
+ * file may end in part of a line, which a reader skips) and when unit_record_can_append() says
+ * the appended lines grew too long. */
 static void save_unit_record(Manager *m, const Plan *p) {
         GString *journal = m->plan.record_journal;
         int r;
@@ -285,7 +281,7 @@ static void save_unit_record(Manager *m, const Plan *p) {
         if (m->unit_record_written && !p->wanted_units_changed && !p->restart_hints_changed)
                 return;
         if (m->unit_record_written &&
-            m->unit_record_appended + journal->len <= MAX(m->unit_record_size, UNIT_RECORD_APPEND_MIN)) {
+            unit_record_can_append(m->unit_record_size, m->unit_record_appended, journal->len, SMALL_FILE_MAX)) {
                 r = runtime_file_append(m->runtime_dir, UNIT_RECORD_FILE, journal->str);
                 if (r >= 0) {
                         m->unit_record_appended += journal->len;

@@ -13,7 +13,6 @@
 
 /* sysfs attributes are at most one page; the limit only guards against a path that is not what we
  * think it is (a huge file, /dev/zero). */
-#define SMALL_FILE_MAX (64U * 1024U)
 
 /* How long a read waits for its first byte. Only something that is not a regular file (a FIFO in
  * a broken or hostile --sysfs tree) ever makes read() wait; this bounds how long one can stall the

@@ -111,8 +111,10 @@ int sysfs_write_pool(const char *sysfs_root, uint64_t page_size_kb, int node, ui
 /* Writes 1 to <procfs>/sys/vm/compact_memory. */
 int procfs_compact_memory(const char *procfs_root);
 
+#define SMALL_FILE_MAX (64U * 1024U)
+
 /* Reads a whole small file (sysfs/procfs) into a NUL-terminated string; free with free().
- * -EFBIG beyond 64 KiB, -EBADMSG for an embedded NUL. Never blocks in open(); something that is
+ * -EFBIG beyond SMALL_FILE_MAX bytes, -EBADMSG for an embedded NUL. Never blocks in open(); something that is
  * not a regular file (a FIFO) is read until EOF or until it has nothing more for now, and gives
  * -ETIMEDOUT if no data (and no EOF) came within 1 s. */
 int read_small_file(const char *path, char **ret);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
+#include <stdint.h>
 
 #include "runtime-file.h"
 #include "test-util.h"
@@ -96,6 +97,22 @@ START_TEST(test_cut_last_line_ignored) {
 }
 END_TEST
 
+/* The appended lines stay no longer than the snapshot (4 KiB for a short one), and the whole
+ * record within what a restarted thpd reads of it. */
+START_TEST(test_when_to_append) {
+        ck_assert(unit_record_can_append(100, 0, 40, 65536));
+        ck_assert(unit_record_can_append(100, 4000, 96, 65536));
+        ck_assert(!unit_record_can_append(100, 4000, 97, 65536));
+        ck_assert(unit_record_can_append(20000, 19000, 1000, 65536));
+        ck_assert(!unit_record_can_append(20000, 19000, 1001, 65536));
+        /* A 40 KiB snapshot may not double: the read limit comes first. */
+        ck_assert(unit_record_can_append(40960, 24576, 0, 65536));
+        ck_assert(!unit_record_can_append(40960, 24576, 1, 65536));
+        ck_assert(!unit_record_can_append(70000, 0, 1, 65536));
+        ck_assert(!unit_record_can_append(100, SIZE_MAX, 2, 65536));
+}
+END_TEST
+
 START_TEST(test_bad_records) {
         static const char *const bad[] = {
                 "",
@@ -149,6 +166,7 @@ int main(void) {
         tcase_add_test(tc, test_empty_record);
         tcase_add_test(tc, test_changes_replayed);
         tcase_add_test(tc, test_cut_last_line_ignored);
+        tcase_add_test(tc, test_when_to_append);
         tcase_add_test(tc, test_bad_records);
         tcase_add_test(tc, test_load_written_record);
         suite_add_tcase(s, tc);
