@@ -2,6 +2,23 @@
 #include <glib.h>
 
 #include "isolation.h"
+#include "util.h"
+
+/* systemd names its child after the last 8 characters of the binary in parentheses
+ * (rename_process_from_path()); between fork() and that rename it still has the manager's own
+ * name, and since systemd 255 the start is handed to the executor. */
+static bool comm_is_starting(const char *comm) {
+        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)") || streq(comm, "systemd") ||
+               g_str_has_prefix(comm, "systemd-executo") || g_str_has_prefix(comm, "(sd-exec");
+}
+
+IsolationProcess isolation_classify_process(bool thp_enabled, const char *comm, ScopeVia via) {
+        if (!thp_enabled)
+                return ISOLATION_PROCESS_DISABLED;
+        if (via != SCOPE_VIA_NONE && comm && comm_is_starting(comm))
+                return ISOLATION_PROCESS_STARTING;
+        return ISOLATION_PROCESS_ENABLED;
+}
 
 const char *isolation_state_to_string(IsolationState s) {
         static const char *const names[_ISOLATION_STATE_MAX] = {

@@ -32,6 +32,21 @@ typedef struct Isolation {
         char *note;       /* what was found, such as "PID 123 (redis-server) has THP_enabled: 1" */
 } Isolation;
 
+/* What one of the unit's processes says, from its THP_enabled: and its command name. */
+typedef enum IsolationProcess {
+        ISOLATION_PROCESS_DISABLED, /* THP_enabled: 0 */
+        /* THP_enabled: 1 before its command runs, on the way to the drop-in's setting: the
+         * service manager's child (or the executor) before MemoryTHP= or the exec of thpd-exec,
+         * or thpd-exec before its prctl. A Type=simple unit is active as soon as it forked, and
+         * waiting for that process would mean polling. */
+        ISOLATION_PROCESS_STARTING,
+        ISOLATION_PROCESS_ENABLED,  /* THP_enabled: 1, and no drop-in is about to change it */
+} IsolationProcess;
+
+/* comm: the process's name as /proc/PID/status gives it; via: the unit's drop-in. Without a
+ * drop-in a process still starting keeps THP: nothing on its way sets it. */
+IsolationProcess isolation_classify_process(bool thp_enabled, const char *comm, ScopeVia via);
+
 const char *isolation_state_to_string(IsolationState s);
 Isolation *isolation_free(Isolation *i);
 /* For the tables of isolation answers (GDestroyNotify). */

@@ -30,16 +30,6 @@ static void set_state(Isolation *i, IsolationState state, char *note) {
         i->note = note;
 }
 
-/* A process of the unit that has not reached the command yet: the helper itself before its
- * prctl, or the service manager's child about to exec the helper or (MemoryTHP=) to set THP
- * itself, which systemd names after the last 8 characters of the binary in parentheses
- * (rename_process_from_path()) and which, for the moment between fork() and that rename, still
- * has the manager's own name, or since systemd 255 is the executor it hands the start to. */
-static bool is_helper_starting(const char *comm) {
-        return streq(comm, "thpd-exec") || streq(comm, "(hpd-exec)") || streq(comm, "systemd") ||
-               g_str_has_prefix(comm, "systemd-executo") || g_str_has_prefix(comm, "(sd-exec");
-}
-
 /* Where the manager runs its generators' output from: thpd-generator's drop-ins are there. */
 static char *generator_dir(const Manager *m) {
         const char *runtime = g_getenv("XDG_RUNTIME_DIR");
@@ -75,10 +65,8 @@ static void read_via(const Manager *m, Isolation *i) {
         }
 }
 
-/* Reads THP_enabled of each process in the reply: one that still has THP is enough to say the
- * unit is not isolated. A Type=simple unit is active as soon as it forked, so its process may
- * not have run thpd-exec's prctl yet: that one is about to isolate itself (or to log that it
- * could not), and waiting for it would mean polling. */
+/* Reads THP_enabled of each process in the reply: one that keeps THP is enough to say the
+ * unit is not isolated (isolation_classify_process() tells one still starting). */
 static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
         char buf[24];
         const char *cgroup, *cmdline, *mode = knob_value_to_string(KNOB_ENABLED, i->mode, buf);
@@ -96,28 +84,31 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                         continue;
                 }
                 n++;
-                if (st.thp_enabled && is_helper_starting(st.name)) {
+                switch (isolation_classify_process(st.thp_enabled, st.name, i->via)) {
+                case ISOLATION_PROCESS_DISABLED:
+                        continue;
+                case ISOLATION_PROCESS_STARTING:
                         starting++;
                         continue;
+                default:
+                        break;
                 }
                 /* With madvise the kernel shows 1 whether or not the process runs under
                  * PR_THP_DISABLE_EXCEPT_ADVISED: only the full disable it fell back to shows. */
-                if (st.thp_enabled && !streq(mode, "never")) {
+                if (!streq(mode, "never")) {
                         set_state(i, ISOLATION_UNVERIFIED,
                                   g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %u, %s, "
                                                   "has THP_enabled: 1)", pid, cmdline));
                         return;
                 }
-                if (st.thp_enabled) {
-                        set_state(i, ISOLATION_NOT_ISOLATED,
-                                  i->via == SCOPE_VIA_NONE
-                                          ? g_strdup_printf("PID %u (%s) has THP_enabled: 1; thpd-generator wrote no "
-                                                            "drop-in for it (a transient unit, or one installed "
-                                                            "after the last daemon-reload)", pid, cmdline)
-                                          : g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before "
-                                                            "thpd-generator's drop-in took effect", pid, cmdline));
-                        return;
-                }
+                set_state(i, ISOLATION_NOT_ISOLATED,
+                          i->via == SCOPE_VIA_NONE
+                                  ? g_strdup_printf("PID %u (%s) has THP_enabled: 1; thpd-generator wrote no drop-in "
+                                                    "for it (a transient unit, or one installed after the last "
+                                                    "daemon-reload)", pid, cmdline)
+                                  : g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before "
+                                                    "thpd-generator's drop-in took effect", pid, cmdline));
+                return;
         }
         if (r < 0)
                 set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot read its processes: %s", strerror(-r)));
