@@ -223,6 +223,8 @@ static void on_writer_state(const char *unit, int r, const char *active_state, v
         /* Not "activating": a oneshot writer is seen at its write while it runs its job, and
          * it has not stopped when it exits: its conflict lasts until a reload. */
         running = streq(active_state, "active") || streq(active_state, "reloading");
+        if (running)
+                log_debug("%s runs: its conflict ends when it stops.", unit);
         if (!drift_writer_state(&m->drift, unit, running))
                 return;
         log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
