@@ -22,7 +22,7 @@ void bus_awaiter_free(gpointer p) {
 /* Applied: the last apply pass counted the unit for each of its policies, and the unit tracker
  * still sees it wanted. The second half matters while an apply is queued: a unit that stopped
  * and is being started again must not be answered from the pass before it stopped. */
-static bool unit_policies_applied(Manager *m, const char *unit, GPtrArray *policies) {
+static bool unit_policies_applied(const Manager *m, const char *unit, GPtrArray *policies) {
         GHashTable *units = m->units ? unit_tracker_units(m->units) : NULL;
         TrackedUnit *u = units ? g_hash_table_lookup(units, unit) : NULL;
 
@@ -39,7 +39,7 @@ static bool unit_policies_applied(Manager *m, const char *unit, GPtrArray *polic
 }
 
 /* Replies when the unit has no policy or its policies are applied; returns true if it did. */
-static bool await_try_reply(Manager *m, sd_bus_message *call, const char *unit) {
+static bool await_try_reply(const Manager *m, sd_bus_message *call, const char *unit) {
         g_autoptr(GPtrArray) policies = manager_policies_for_unit(m, unit);
         int r;
 

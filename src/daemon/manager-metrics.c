@@ -12,7 +12,7 @@
 /* node_exporter runs as its own user; thpd.service's UMask=0077 would hide the file from it. */
 #define METRICS_FILE_MODE 0644
 
-char *manager_metrics_render(Manager *m) {
+char *manager_metrics_render(const Manager *m) {
         g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(MetricsKnob));
         g_autoptr(GArray) policies = g_array_new(FALSE, TRUE, sizeof(MetricsPolicy));
         g_autoptr(GArray) pools = g_array_new(FALSE, TRUE, sizeof(MetricsPool));

@@ -7,7 +7,7 @@
  * it), and the file for node_exporter's textfile collector ([Metrics] TextfilePath=). */
 
 /* The exposition text of the current state; free with g_free(). */
-char *manager_metrics_render(Manager *m);
+char *manager_metrics_render(const Manager *m);
 
 /* Adds the listener that owns the metrics file: it rewrites it when its text changed, and
  * removes the one an earlier setting named, after every apply and storm event once the units

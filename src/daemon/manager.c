@@ -133,7 +133,7 @@ void manager_add_listener(Manager *m, const ManagerListener *listener, void *use
         g_array_append_val(m->listeners, e);
 }
 
-GPtrArray *manager_policies_for_unit(Manager *m, const char *unit) {
+GPtrArray *manager_policies_for_unit(const Manager *m, const char *unit) {
         GPtrArray *found = g_ptr_array_new();
 
         (void) policy_index_lookup(m->candidates.index, unit, found);

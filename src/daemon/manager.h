@@ -193,7 +193,7 @@ GPtrArray *manager_live_policies(const Manager *m);
 StormPhase manager_storm_phase(const Manager *m);
 
 /* Policies whose Units= match the unit (borrowed Policy*). */
-GPtrArray *manager_policies_for_unit(Manager *m, const char *unit);
+GPtrArray *manager_policies_for_unit(const Manager *m, const char *unit);
 
 /* Validates and sets an override; an error names the bad knob or value. */
 int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t duration_usec);
