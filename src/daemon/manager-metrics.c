@@ -12,30 +12,11 @@
 /* node_exporter runs as its own user; thpd.service's UMask=0077 would hide the file from it. */
 #define METRICS_FILE_MODE 0644
 
-char *manager_metrics_render(const Manager *m) {
-        g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(MetricsKnob));
-        g_autoptr(GArray) policies = g_array_new(FALSE, TRUE, sizeof(MetricsPolicy));
-        g_autoptr(GArray) pools = g_array_new(FALSE, TRUE, sizeof(MetricsPool));
-        g_autoptr(GArray) restarts = g_array_new(FALSE, TRUE, sizeof(MetricsRestart));
-        g_autoptr(GPtrArray) restart_units = g_ptr_array_new();
-        g_autoptr(GArray) drift = manager_drift_counts(m);
+/* Each knob this kernel has, with n_override counted as the knobs are listed. */
+static GArray *metrics_knobs(const Manager *m, unsigned *ret_n_override) {
+        GArray *knobs = g_array_new(FALSE, TRUE, sizeof(MetricsKnob));
         KnobValue baseline[_KNOB_MAX];
-        MetricsInput in;
-        GHashTableIter iter;
-        gpointer unit;
-
-        in = (MetricsInput) {
-                .version = THPD_VERSION,
-                .start_time_usec = m->start_time_usec,
-                .units_ready = m->units && unit_tracker_is_ready(m->units),
-                .last_apply_errors = m->last_apply_errors,
-                .policy_diagnostics = &m->policy_diagnostics,
-                .override_expires_usec = m->override_expires_realtime,
-                .storm_watching = m->storm != NULL,
-                .storm_action = m->settings.storm.action,
-                .mitigation_level = m->mitigation_level,
-                .counters = &m->counters,
-        };
+        unsigned n_override = 0;
 
         manager_effective_baseline(m, baseline);
         FOREACH_KNOB(k) {
@@ -55,8 +36,14 @@ char *manager_metrics_render(const Manager *m) {
                         .policy = by_policy ? s->policy->name : NULL,
                         .unit = by_policy ? s->unit : NULL,
                 }));
-                in.n_override += m->override[k] != KNOB_VALUE_UNSET;
+                n_override += m->override[k] != KNOB_VALUE_UNSET;
         }
+        *ret_n_override = n_override;
+        return knobs;
+}
+
+static GArray *metrics_policies(const Manager *m) {
+        GArray *policies = g_array_new(FALSE, TRUE, sizeof(MetricsPolicy));
 
         /* m->policies, not the runtime table: that one remembers policies a reload removed. */
         for (guint i = 0; i < m->policies->len; i++) {
@@ -70,6 +57,11 @@ char *manager_metrics_render(const Manager *m) {
                         .n_units = rt ? rt->units->len : 0,
                 }));
         }
+        return policies;
+}
+
+static GArray *metrics_pools(const Manager *m) {
+        GArray *pools = g_array_new(FALSE, TRUE, sizeof(MetricsPool));
 
         for (guint i = 0; i < m->pools->len; i++) {
                 const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
@@ -86,32 +78,61 @@ char *manager_metrics_render(const Manager *m) {
                         .free = p->free,
                 }));
         }
+        return pools;
+}
 
-        /* Sorted: a hash table's order would change the text without a change of state. */
+/* Sorted: a hash table's order would change the text without a change of state. */
+static GArray *metrics_restarts(const Manager *m) {
+        GArray *restarts = g_array_new(FALSE, TRUE, sizeof(MetricsRestart));
+        g_autoptr(GPtrArray) units = g_ptr_array_new();
+        GHashTableIter iter;
+        gpointer unit;
+
         g_hash_table_iter_init(&iter, m->plan.needs_restart);
         while (g_hash_table_iter_next(&iter, &unit, NULL))
-                g_ptr_array_add(restart_units, unit);
-        g_ptr_array_sort(restart_units, compare_strings);
-        for (guint i = 0; i < restart_units->len; i++) {
-                const char *u = g_ptr_array_index(restart_units, i);
+                g_ptr_array_add(units, unit);
+        g_ptr_array_sort(units, compare_strings);
+        for (guint i = 0; i < units->len; i++) {
+                const char *u = g_ptr_array_index(units, i);
 
                 g_array_append_val(restarts, ((MetricsRestart) { .unit = u, .policy = g_hash_table_lookup(m->plan.needs_restart, u) }));
         }
+        return restarts;
+}
 
-        for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++)
-                in.storm_phases[k] = storm_watcher_get_phase(m->storm, k);
+char *manager_metrics_render(const Manager *m) {
+        g_autoptr(GArray) knobs = NULL;
+        g_autoptr(GArray) policies = metrics_policies(m);
+        g_autoptr(GArray) pools = metrics_pools(m);
+        g_autoptr(GArray) restarts = metrics_restarts(m);
+        g_autoptr(GArray) drift = manager_drift_counts(m);
+        MetricsInput in = {
+                .version = THPD_VERSION,
+                .start_time_usec = m->start_time_usec,
+                .units_ready = m->units && unit_tracker_is_ready(m->units),
+                .last_apply_errors = m->last_apply_errors,
+                .policy_diagnostics = &m->policy_diagnostics,
+                .override_expires_usec = m->override_expires_realtime,
+                .storm_watching = m->storm != NULL,
+                .storm_action = m->settings.storm.action,
+                .mitigation_level = m->mitigation_level,
+                .counters = &m->counters,
+                .policies = (const MetricsPolicy *) policies->data,
+                .n_policies = policies->len,
+                .pools = (const MetricsPool *) pools->data,
+                .n_pools = pools->len,
+                .needs_restart = (const MetricsRestart *) restarts->data,
+                .n_needs_restart = restarts->len,
+                .drift = (const MetricsDrift *) drift->data,
+                .n_drift = drift->len,
+                .n_drift_conflicts = m->drift.conflicts->len,
+        };
 
+        knobs = metrics_knobs(m, &in.n_override);
         in.knobs = (const MetricsKnob *) knobs->data;
         in.n_knobs = knobs->len;
-        in.policies = (const MetricsPolicy *) policies->data;
-        in.n_policies = policies->len;
-        in.pools = (const MetricsPool *) pools->data;
-        in.n_pools = pools->len;
-        in.needs_restart = (const MetricsRestart *) restarts->data;
-        in.n_needs_restart = restarts->len;
-        in.drift = (const MetricsDrift *) drift->data;
-        in.n_drift = drift->len;
-        in.n_drift_conflicts = m->drift.conflicts->len;
+        for (StormKind k = 0; m->storm && k < _STORM_KIND_MAX; k++)
+                in.storm_phases[k] = storm_watcher_get_phase(m->storm, k);
         return metrics_format(&in);
 }
 
