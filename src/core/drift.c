@@ -204,7 +204,7 @@ bool drift_has_writer(const DriftState *s, const char *unit) {
         return false;
 }
 
-bool drift_writer_state(DriftState *s, const char *unit, bool running) {
+bool drift_writer_state(DriftState *s, const char *unit, bool running, bool reached_active) {
         GHashTableIter iter;
         const char *key;
         bool forgot = false;
@@ -218,7 +218,7 @@ bool drift_writer_state(DriftState *s, const char *unit, bool running) {
                 }
                 if (running)
                         c->writer_ran = true;
-                else if (c->writer_ran) {
+                else if (c->writer_ran || reached_active) {
                         g_array_remove_index(s->conflicts, i);
                         forgot = true;
                         continue;

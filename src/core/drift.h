@@ -150,9 +150,12 @@ void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);
 /* What the systemd manager says of a writer in conflict after one of its jobs ended: running, or
- * not. Seen running, then not: it stopped, and its conflicts and restore counts go. Returns
- * whether a conflict went, which the daemon answers with an apply. */
-bool drift_writer_state(DriftState *s, const char *unit, bool running);
+ * not, and whether its last run reached active. Seen running, then not: it stopped, and its
+ * conflicts and restore counts go. Not running, but its last run reached active: it ran and
+ * stopped before the answer to an earlier look came, the same. A oneshot that writes and exits
+ * never reaches active. Returns whether a conflict went, which the daemon answers with an
+ * apply. */
+bool drift_writer_state(DriftState *s, const char *unit, bool running, bool reached_active);
 
 /* How a writing process is named: "root in session 4: bash, pid 1234" for a login session's
  * scope, "tuned.service (tuned, pid 812)" for any other unit, "bash, pid 1234" without one. */

@@ -212,7 +212,7 @@ static void pending_restore_clear(gpointer p) {
         g_free(r->expected);
 }
 
-static void on_writer_state(const char *unit, int r, const char *active_state, void *userdata) {
+static void on_writer_state(const char *unit, int r, const char *active_state, bool reached_active, void *userdata) {
         Manager *m = userdata;
         bool running;
 
@@ -225,7 +225,7 @@ static void on_writer_state(const char *unit, int r, const char *active_state, v
         running = streq(active_state, "active") || streq(active_state, "reloading");
         if (running)
                 log_debug("%s runs: its conflict ends when it stops.", unit);
-        if (!drift_writer_state(&m->drift, unit, running))
+        if (!drift_writer_state(&m->drift, unit, running, reached_active))
                 return;
         log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
         publish_drift(m, NULL, 0);

@@ -641,15 +641,55 @@ static void active_state_query_free(void *p) {
         g_free(q);
 }
 
+/* The Unit interface's ActiveState and the two timestamps that tell whether the last run reached
+ * active, out of GetAll's answer. */
+static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active) {
+        const char *state = NULL;
+        uint64_t active_enter = 0, inactive_exit = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key;
+
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                if (streq(key, "ActiveState"))
+                        r = sd_bus_message_read(m, "v", "s", &state);
+                else if (streq(key, "ActiveEnterTimestampMonotonic"))
+                        r = sd_bus_message_read(m, "v", "t", &active_enter);
+                else if (streq(key, "InactiveExitTimestampMonotonic"))
+                        r = sd_bus_message_read(m, "v", "t", &inactive_exit);
+                else
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!state)
+                return -EBADMSG;
+        *ret_state = state;
+        *ret_reached_active = active_enter > 0 && active_enter >= inactive_exit;
+        return 0;
+}
+
 static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         ActiveStateQuery *q = userdata;
         const char *state = NULL;
+        bool reached_active = false;
         int r;
 
         r = -sd_bus_message_get_errno(m);
         if (r >= 0)
-                r = sd_bus_message_read(m, "v", "s", &state);
-        q->callback(q->unit, r < 0 ? r : 0, r < 0 ? NULL : state, q->userdata);
+                r = read_run_state(m, &state, &reached_active);
+        q->callback(q->unit, r < 0 ? r : 0, r < 0 ? NULL : state, r >= 0 && reached_active, q->userdata);
         return 0;
 }
 
@@ -664,8 +704,8 @@ int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActive
                 return r;
         q = g_new0(ActiveStateQuery, 1);
         *q = (ActiveStateQuery) { .unit = g_strdup(unit), .callback = callback, .userdata = userdata };
-        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties", "Get",
-                                     on_active_state_reply, q, "ss", SYSTEMD_UNIT, "ActiveState");
+        r = sd_bus_call_method_async(t->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties", "GetAll",
+                                     on_active_state_reply, q, "s", SYSTEMD_UNIT);
         if (r < 0) {
                 active_state_query_free(q);
                 return r;

@@ -52,9 +52,10 @@ typedef void (*UnitJobEnded)(UnitTracker *t, const char *unit, uint32_t id, void
 /* Called when a job of any unit is queued, tracked or not: until it ends, what the unit runs may
  * write a knob, and thpd names it when one is written. */
 typedef void (*UnitJobNew)(UnitTracker *t, const char *unit, uint32_t id, void *userdata);
-/* A unit's ActiveState as the systemd manager answered ("active", "inactive", ...); NULL with
- * r < 0 when it could not be read. */
-typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, void *userdata);
+/* A unit's ActiveState as the systemd manager answered ("active", "inactive", ...), and whether
+ * its last run reached "active" (it entered active after it last left inactive); NULL and false
+ * with r < 0 when it could not be read. */
+typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, bool reached_active, void *userdata);
 
 int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
                      void *userdata, UnitTracker **ret);
@@ -62,7 +63,7 @@ UnitTracker *unit_tracker_free(UnitTracker *t);
 void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended);
 void unit_tracker_set_job_new(UnitTracker *t, UnitJobNew job_new);
 
-/* Asks the systemd manager for a unit's ActiveState, of any unit, tracked or not; answers
+/* Asks the systemd manager for a unit's ActiveState and timestamps, of any unit, tracked or not; answers
  * through callback, once (a unit it no longer has is "inactive"). */
 int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActiveState callback, void *userdata);
 

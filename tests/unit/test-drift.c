@@ -263,16 +263,32 @@ START_TEST(test_writer_stops) {
                 (void) decide("enabled", true, "tuned.service", T0 + i);
         ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
 
-        ck_assert(!drift_writer_state(&S, "tuned.service", false));
-        ck_assert(!drift_writer_state(&S, "other.service", true));
-        ck_assert(!drift_writer_state(&S, "other.service", false));
+        ck_assert(!drift_writer_state(&S, "tuned.service", false, false));
+        ck_assert(!drift_writer_state(&S, "other.service", true, false));
+        ck_assert(!drift_writer_state(&S, "other.service", false, false));
         ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
 
-        ck_assert(!drift_writer_state(&S, "tuned.service", true));
+        ck_assert(!drift_writer_state(&S, "tuned.service", true, false));
         ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
-        ck_assert(drift_writer_state(&S, "tuned.service", false));
+        ck_assert(drift_writer_state(&S, "tuned.service", false, false));
         ck_assert_ptr_null(drift_conflict(&S, "enabled"));
         ck_assert(!drift_has_writer(&S, "tuned.service"));
+        ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 200), DRIFT_ACTION_RESTORE);
+}
+END_TEST
+
+/* A writer stopped before thpd's first look answered is never seen running; its last run reached
+ * active, so it ran and stopped, and the conflict goes. A oneshot's run never reaches active. */
+START_TEST(test_writer_stopped_before_seen) {
+        for (unsigned i = 0; i <= SETTINGS.max_restores; i++)
+                (void) decide("enabled", true, "tuned.service", T0 + i);
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+
+        ck_assert(!drift_writer_state(&S, "other.service", false, true));
+        ck_assert(!drift_writer_state(&S, "tuned.service", false, false));
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+        ck_assert(drift_writer_state(&S, "tuned.service", false, true));
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
         ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 200), DRIFT_ACTION_RESTORE);
 }
 END_TEST
@@ -370,6 +386,7 @@ static Suite *drift_suite(void) {
         tcase_add_test(tc, test_unknown_writer_limited);
         tcase_add_test(tc, test_conflict_yields_to_anyone);
         tcase_add_test(tc, test_writer_stops);
+        tcase_add_test(tc, test_writer_stopped_before_seen);
         tcase_add_test(tc, test_reset);
         tcase_add_test(tc, test_recent);
         tcase_add_test(tc, test_describe);
