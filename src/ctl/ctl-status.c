@@ -32,8 +32,17 @@ static char *label_prefix(const char *label) {
         return g_strdup_printf("  %-*s", LABEL_WIDTH, label);
 }
 
+/* A block of lines under a label wider than the others ("Restart needed:"), the continuation
+ * lines indented as far. */
+static void print_block_wide(const CtlTable *t, CtlOutput *out, const char *label, int width) {
+        g_autofree char *first = g_strdup_printf("  %-*s", width, label), *rest = g_strdup_printf("  %-*s", width, "");
+
+        ctl_table_print_block(t, out, first, rest);
+}
+
 /* A table of n columns for a block of status lines: no titles, so that only the cells set the
- * widths. */
+ * widths. Blocks of one column keep the parts of a line apart by one blank, unaligned, as status
+ * has always shown pools, drift and the services it isolates. */
 static CtlTable *block_table(size_t n) {
         CtlTable *t = ctl_table_new();
 
@@ -182,23 +191,30 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
 }
 
 static void print_pools(CtlOutput *out, const CtlProperties *p) {
-        print_label(out, "Pools:");
-        if (p->pools->len == 0)
-                ctl_printf(out, "%snone%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
+        g_autoptr(CtlTable) t = block_table(1);
+        g_autofree char *label = label_prefix("Pools:"), *continuation = label_prefix("");
+
+        if (p->pools->len == 0) {
+                ctl_table_add_string(t, "none");
+                ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-                g_autofree char *where = NULL;
+                g_autoptr(GString) line = g_string_new(NULL);
                 char size[24];
 
                 format_page_size(pool->page_size_kb, size);
-                where = pool->node < 0 ? g_strdup(size) : g_strdup_printf("%s node %" PRIi32, size, pool->node);
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%s  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", where, pool->allocated, pool->target, pool->free);
+                g_string_append(line, size);
+                if (pool->node >= 0)
+                        g_string_append_printf(line, " node %" PRIi32, pool->node);
+                g_string_append_printf(line, "  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", pool->allocated, pool->target,
+                                       pool->free);
                 if (pool->shortfall[0])
-                        ctl_printf(out, "; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall, ctl_color(CTL_COLOR_NORMAL));
-                ctl_printf(out, "\n");
+                        g_string_append_printf(line, "; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall,
+                                               ctl_color(CTL_COLOR_NORMAL));
+                ctl_table_add_string(t, line->str);
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 static void print_storms(CtlOutput *out, const CtlProperties *p) {
@@ -242,80 +258,91 @@ static void print_override(CtlOutput *out, const CtlProperties *p) {
 /* What a unit that started before its policy still holds: a THP change affects new allocations
  * only, so that is what a restart would give back. */
 static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *usage) {
-        static const char label[] = "Restart needed: ";
+        static const char label[] = "Restart needed:";
+        g_autoptr(CtlTable) t = block_table(1);
         guint shown = list_limit(p->needs_restart->len);
 
         for (guint i = 0; i < shown; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
                 const CtlUnitUsage *u = ctl_unit_usage_find(usage, pair->key);
                 uint64_t held = u ? ctl_unit_usage_total(u) : UINT64_MAX;
+                g_autoptr(GString) line = g_string_new(NULL);
 
-                ctl_printf(out, "  %-*s%s%s%s", (int) strlen(label), i == 0 ? label : "", ctl_color(CTL_COLOR_YELLOW), pair->key,
-                           ctl_color(CTL_COLOR_NORMAL));
+                g_string_append_printf(line, "%s%s%s", ctl_color(CTL_COLOR_YELLOW), pair->key, ctl_color(CTL_COLOR_NORMAL));
                 if (held == UINT64_MAX)
-                        ctl_printf(out, " (%s applied after it started)\n", pair->value);
+                        g_string_append_printf(line, " (%s applied after it started)", pair->value);
                 else if (held == 0)
-                        ctl_printf(out, " (%s applied after it started; it holds no THP from before)\n", pair->value);
+                        g_string_append_printf(line, " (%s applied after it started; it holds no THP from before)", pair->value);
                 else {
                         g_autofree char *size = ctl_format_bytes(held);
 
-                        ctl_printf(out, " holds %s in THP from before %s\n", size, pair->value);
+                        g_string_append_printf(line, " holds %s in THP from before %s", size, pair->value);
                 }
+                ctl_table_add_string(t, line->str);
         }
-        if (shown < p->needs_restart->len)
-                ctl_printf(out, "  %-*s%s%s and %u more units (--full lists them all)%s\n", (int) strlen(label), "",
-                           ctl_color(CTL_COLOR_GREY), ctl_glyph(CTL_GLYPH_ELLIPSIS), p->needs_restart->len - shown,
-                           ctl_color(CTL_COLOR_NORMAL));
+        if (shown < p->needs_restart->len) {
+                g_autofree char *more = g_strdup_printf("%s and %u more units (--full lists them all)", ctl_glyph(CTL_GLYPH_ELLIPSIS),
+                                                        p->needs_restart->len - shown);
+
+                ctl_table_add_string(t, more);
+                ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
+        /* The label and one blank. */
+        print_block_wide(t, out, label, (int) sizeof(label));
 }
 
 /* Services of Scope=service and Scope=auto policies: THP taken away from their processes only,
- * and how. */
+ * and how; what a Scope=auto service votes, and a note, on lines of their own below it. */
 static void print_isolated(CtlOutput *out, const CtlProperties *p) {
-        static const char label[] = "Isolated: ";
+        g_autoptr(CtlTable) t = block_table(1);
+        g_autofree char *label = label_prefix("Isolated:"), *continuation = label_prefix("");
 
         for (guint i = 0; i < p->isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
                 bool bad = streq(iso->state, "not-isolated");
+                g_autofree char *line = NULL;
 
-                ctl_printf(out, "  %-*s%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s\n",
-                           (int) strlen(label), i == 0 ? label : "", iso->unit, iso->thp, iso->policy, iso->scope,
-                           iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL), iso->state,
-                           ctl_color(CTL_COLOR_NORMAL));
+                line = g_strdup_printf("%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s", iso->unit, iso->thp,
+                                       iso->policy, iso->scope, iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
+                                       iso->state, ctl_color(CTL_COLOR_NORMAL));
+                ctl_table_add_string(t, line);
                 if (streq(iso->scope, "auto"))
-                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "",
-                                   iso->machine_wide
-                                           ? "also votes machine-wide: no other active policy wants a looser enabled"
-                                           : "met per service: its machine-wide votes stand aside for a policy that "
-                                             "wants a looser enabled");
-                if (iso->note[0])
-                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "", iso->note);
+                        ctl_table_add_string(t, iso->machine_wide
+                                                        ? "  also votes machine-wide: no other active policy wants a looser enabled"
+                                                        : "  met per service: its machine-wide votes stand aside for a policy that "
+                                                          "wants a looser enabled");
+                if (iso->note[0]) {
+                        g_autofree char *note = g_strconcat("  ", iso->note, NULL);
+
+                        ctl_table_add_string(t, note);
+                }
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 /* Writers thpd stopped fighting, then the last knobs found changed behind its back. */
 static void print_drift(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(CtlTable) conflicts = block_table(1), drift = block_table(1);
+        g_autofree char *conflict_label = label_prefix("Conflict:"), *drift_label = label_prefix("Drift:"),
+                        *continuation = label_prefix("");
+
         for (guint i = 0; i < p->drift_conflicts->len; i++) {
                 const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
-                g_autofree char *since = ctl_format_timestamp(c->since);
+                g_autofree char *since = ctl_format_timestamp(c->since), *line = NULL;
 
-                if (i == 0)
-                        print_label(out, "Conflict:");
-                else
-                        print_continuation(out);
-                ctl_printf(out, "%s%s%s (since %s; until thpd-ctl reload or %s stops)\n", ctl_color(CTL_COLOR_YELLOW),
-                           c->text, ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+                line = g_strdup_printf("%s%s%s (since %s; until thpd-ctl reload or %s stops)", ctl_color(CTL_COLOR_YELLOW), c->text,
+                                       ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+                ctl_table_add_string(conflicts, line);
         }
         for (guint i = 0; i < p->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *when = ctl_format_timestamp(d->written ?: d->when);
-                g_autofree char *action = ctl_drift_action(d);
+                g_autofree char *when = ctl_format_timestamp(d->written ?: d->when), *action = ctl_drift_action(d), *line = NULL;
 
-                if (i == 0)
-                        print_label(out, "Drift:");
-                else
-                        print_continuation(out);
-                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, d->who, action);
+                line = g_strdup_printf("%s %s=%s instead of %s, %s; %s", when, d->knob, d->found, d->expected, d->who, action);
+                ctl_table_add_string(drift, line);
         }
+        ctl_table_print_block(conflicts, out, conflict_label, continuation);
+        ctl_table_print_block(drift, out, drift_label, continuation);
 }
 
 /* "; policy files: 1 error, 2 warnings" for the header, or "". */
