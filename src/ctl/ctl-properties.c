@@ -31,8 +31,10 @@ typedef enum FieldType {
 typedef struct RowType RowType;
 
 typedef struct Field {
-        const char *title;    /* its name in show's NAME.ID.TITLE=; NULL: not there. The first one names the row */
+        const char *title;    /* its name in show's NAME.ID.TITLE=; NULL: not there. The first one names the row. For
+                               * a property show gives a line per row, a part of that line */
         const char *json_key; /* NULL: not in JSON */
+        const char *empty;    /* what show says for none; NULL: nothing */
         FieldType type;
         size_t offset;
         const RowType *rows; /* FIELD_ROWS: what they are */
@@ -44,12 +46,18 @@ struct RowType {
         const Field *fields;       /* in the order of the bus */
         size_t n_fields;
         const size_t *json_order;  /* the fields in the order of JSON; NULL: that of the bus */
+        const size_t *text_order;  /* what show's line of a row gives, as indices into json_order; NULL: the
+                                    * fields with a title, in the order of JSON */
+        size_t n_text;
         void (*finish)(void *row); /* after a row is read, for what the row keeps in another form */
         GDestroyNotify clear;      /* row_clear() of this type, for g_array_set_clear_func() */
 };
 
-/* A field of the C type ctype's member; ROWS() one of FIELD_ROWS. */
+/* A field of the C type ctype's member; FIELD_OR() one that show gives as e when it is none; ROWS() one of
+ * FIELD_ROWS. */
 #define FIELD(t, k, ty, ctype, member) { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member) }
+#define FIELD_OR(t, k, ty, ctype, member, e)                                                                   \
+        { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member), .empty = (e) }
 #define ROWS(t, k, ctype, member, r) { .title = (t), .json_key = (k), .type = FIELD_ROWS, .offset = offsetof(ctype, member), .rows = (r) }
 
 static void row_clear(const RowType *type, void *row) {
@@ -162,21 +170,23 @@ static const Field storm_row_fields[] = {
 };
 ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
 
-/* A problem of a directory names no policy. */
+/* A problem of a directory names no policy. show prints a problem as verify and the log do. */
 static void diagnostic_finish(void *row) {
         CtlDiagnostic *d = row;
 
         if (d->policy && !d->policy[0])
                 g_clear_pointer(&d->policy, g_free);
+        d->text = ctl_diagnostic_format(d);
 }
 
-/* JSON only: show prints a problem as verify and the log do (ctl_diagnostic_format()). */
+/* show gives a problem one line (Text); JSON its parts. */
 static const Field diagnostic_row_fields[] = {
         FIELD(NULL, "policy", FIELD_STRING, CtlDiagnostic, policy),
         FIELD(NULL, "file", FIELD_STRING, CtlDiagnostic, file),
         FIELD(NULL, "line", FIELD_UINT32_OPTIONAL, CtlDiagnostic, line),
         FIELD(NULL, "severity", FIELD_STRING, CtlDiagnostic, severity),
         FIELD(NULL, "message", FIELD_STRING, CtlDiagnostic, message),
+        FIELD("Text", NULL, FIELD_DERIVED, CtlDiagnostic, text),
 };
 ROW_TYPE(diagnostic_row, CtlDiagnostic, "(ssuss)", .finish = diagnostic_finish)
 
@@ -189,21 +199,24 @@ static const Field drift_conflict_row_fields[] = {
 };
 ROW_TYPE(drift_conflict_row, CtlDriftConflict, "(sssts)")
 
-/* JSON only: show gives each event one line that splits on blanks (show_recent_drift()). JSON has
- * the writer's text after the writer, the bus last. */
+/* show gives each event one line that splits on blanks: KNOB FOUND EXPECTED WRITER ACTION WHEN
+ * WRITTEN WRONG_USEC, the writer "-" when unknown and WRITTEN and WRONG_USEC 0 when the write was
+ * not seen or the knob not restored. JSON has the writer's text after the writer, the bus last. */
 static const Field drift_row_fields[] = {
-        FIELD(NULL, "knob", FIELD_STRING, CtlDrift, knob),
-        FIELD(NULL, "expected", FIELD_OPTIONAL, CtlDrift, expected),
-        FIELD(NULL, "found", FIELD_OPTIONAL, CtlDrift, found),
-        FIELD(NULL, "writer", FIELD_OPTIONAL, CtlDrift, writer),
-        FIELD(NULL, "action", FIELD_STRING, CtlDrift, action),
-        FIELD(NULL, "when", FIELD_TIME, CtlDrift, when),
-        FIELD(NULL, "written", FIELD_TIME, CtlDrift, written),
-        FIELD(NULL, "wrong_usec", FIELD_UINT_OPTIONAL, CtlDrift, wrong_usec),
+        FIELD("Knob", "knob", FIELD_STRING, CtlDrift, knob),
+        FIELD("Expected", "expected", FIELD_OPTIONAL, CtlDrift, expected),
+        FIELD("Found", "found", FIELD_OPTIONAL, CtlDrift, found),
+        FIELD_OR("Writer", "writer", FIELD_OPTIONAL, CtlDrift, writer, "-"),
+        FIELD("Action", "action", FIELD_STRING, CtlDrift, action),
+        FIELD("When", "when", FIELD_TIME, CtlDrift, when),
+        FIELD("Written", "written", FIELD_TIME, CtlDrift, written),
+        FIELD_OR("WrongUSec", "wrong_usec", FIELD_UINT_OPTIONAL, CtlDrift, wrong_usec, "0"),
         FIELD(NULL, "writer_text", FIELD_STRING, CtlDrift, who),
 };
 static const size_t drift_json_order[] = { 0, 1, 2, 3, 8, 4, 5, 6, 7 };
-ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order)
+static const size_t drift_text_order[] = { 0, 2, 1, 3, 5, 6, 7, 8 };
+ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order, .text_order = drift_text_order,
+         .n_text = ELEMENTSOF(drift_text_order))
 
 /* The properties, as the fields of one row: CtlProperties. JSON keys are snake_case everywhere, so
  * a property's key is not derived from its name. */
@@ -552,9 +565,13 @@ static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_
 
         for (size_t i = 0; i < type->n_fields; i++) {
                 const Field *f = &type->fields[type->json_order ? type->json_order[i] : i];
+                size_t column = ctl_table_add_column(t, f->title, f->json_key);
 
-                ctl_table_add_column(t, f->title, f->json_key);
+                if (f->empty)
+                        ctl_table_set_column_empty_string(t, column, f->empty);
         }
+        if (type->text_order)
+                ctl_table_set_display(t, type->text_order, type->n_text);
         for (guint r = 0; r < rows->len; r++) {
                 const void *row = rows->data + (size_t) r * type->size;
 

@@ -58,6 +58,7 @@ typedef struct CtlDiagnostic {
         unsigned line; /* 0: the whole file */
         char *severity; /* "error" or "warning" */
         char *message;
+        char *text;     /* as ctl_diagnostic_format() gives it; NULL where the caller made the struct */
 } CtlDiagnostic;
 
 /* A writer thpd gave a knob up to (DriftConflicts). */

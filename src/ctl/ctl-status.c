@@ -494,53 +494,24 @@ static void show_storms(CtlOutput *out, const CtlProperties *p) {
         }
 }
 
-/* One line per problem, FILE:LINE: severity: message; an empty one when there is none. */
-static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
-        if (p->diagnostics->len == 0)
-                kv(out, "", "PolicyDiagnostics");
-        for (guint i = 0; i < p->diagnostics->len; i++) {
-                g_autofree char *text = ctl_diagnostic_format(&g_array_index(p->diagnostics, CtlDiagnostic, i));
-
-                kv(out, text, "PolicyDiagnostics");
-        }
-}
-
-/* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN WRITTEN WRONG_USEC";
- * writer "-" when unknown, so that the fields split on spaces; WRITTEN and WRONG_USEC 0 when the
- * write was not seen or the item not restored. */
-static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
-        if (p->recent_drift->len == 0)
-                kv(out, "", "RecentDrift");
-        for (guint i = 0; i < p->recent_drift->len; i++) {
-                const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *line = g_strdup_printf("%s %s %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64, d->knob,
-                                                        d->found, d->expected, d->writer[0] ? d->writer : "-",
-                                                        d->action, d->when, d->written, d->wrong_usec);
-
-                kv(out, line, "RecentDrift");
-        }
-}
-
 /* A list property's rows as NAME.ID.FIELD=, but for those with a form of their own: a problem as
- * verify prints it, a drift event in one line. Knobs lists no names first: every knob the kernel
- * has is there. */
+ * verify prints it and a drift event each in one line. Knobs lists no names first: every knob the
+ * kernel has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        bool own_form = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
-        g_autoptr(CtlTable) t = own_form ? NULL : ctl_property_table(p, name, NULL);
+        bool one_line = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
+        g_autoptr(CtlTable) t = ctl_property_table(p, name, NULL);
         g_autofree char *value = ctl_property_text(p, name);
 
         if (value)
                 kv(out, value, "%s", name);
+        else if (t && one_line)
+                ctl_table_print_lines(t, out, name, value_only);
         else if (t)
                 ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
         else if (streq(name, "Override"))
                 show_override(out, p);
         else if (streq(name, "Storms"))
                 show_storms(out, p);
-        else if (streq(name, "PolicyDiagnostics"))
-                show_diagnostics(out, p);
-        else if (streq(name, "RecentDrift"))
-                show_recent_drift(out, p);
 }
 
 static void show_properties(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {

@@ -21,6 +21,7 @@ typedef struct Cell {
 
 typedef struct Column {
         const char *header, *json_key; /* not copied: the verbs name their columns in literals */
+        const char *empty;             /* a literal too; NULL: the table's */
         size_t minimum_width;
 } Column;
 
@@ -92,6 +93,10 @@ void ctl_table_set_empty_string(CtlTable *t, const char *empty) {
         t->empty = g_strdup(empty);
 }
 
+void ctl_table_set_column_empty_string(CtlTable *t, size_t column, const char *empty) {
+        g_array_index(t->columns, Column, column).empty = empty;
+}
+
 static void add_cell(CtlTable *t, Cell c) {
         g_array_append_val(t->cells, c);
 }
@@ -139,15 +144,17 @@ static const Cell *cell_at(const CtlTable *t, size_t row, size_t column) {
         return &g_array_index(t->cells, Cell, row * t->columns->len + column);
 }
 
-/* A cell's text; JSON-only values have none. */
-static char *cell_text(const CtlTable *t, const Cell *c) {
+/* The text of the cell at row and column; JSON-only values have none. */
+static char *cell_text(const CtlTable *t, size_t row, size_t column) {
+        const Cell *c = cell_at(t, row, column);
+
         if (c->type == CELL_STRING && c->string)
                 return g_strdup(c->string);
         if (c->type == CELL_JSON && c->text)
                 return g_strdup(c->text);
         if (c->type == CELL_TIME)
                 return g_strdup_printf("%" PRIu64, c->number);
-        return g_strdup(t->empty);
+        return g_strdup(g_array_index(t->columns, Column, column).empty ?: t->empty);
 }
 
 /* The shown columns, as indices; owned by the caller. */
@@ -208,7 +215,7 @@ static void print_table(const CtlTable *t, CtlOutput *out, bool header, const ch
                 char **row = g_new0(char *, n + 1);
 
                 for (size_t i = 0; i < n; i++) {
-                        row[i] = cell_text(t, cell_at(t, r, g_array_index(shown, size_t, i)));
+                        row[i] = cell_text(t, r, g_array_index(shown, size_t, i));
                         widths[i] = MAX(widths[i], ctl_visible_width(row[i]));
                 }
                 g_ptr_array_add(texts, row);
@@ -262,7 +269,7 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
         g_auto(GStrv) ids = g_new0(char *, rows + 1);
 
         for (size_t r = 0; r < rows; r++)
-                ids[r] = cell_text(t, cell_at(t, r, id));
+                ids[r] = cell_text(t, r, id);
         if (list) {
                 g_autofree char *joined = g_strjoinv(" ", ids);
 
@@ -276,9 +283,26 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
                         if (!header)
                                 continue;
                         key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
-                        text = cell_text(t, cell_at(t, r, i));
+                        text = cell_text(t, r, i);
                         print_keyed_line(out, key, text, value_only);
                 }
+}
+
+void ctl_table_print_lines(const CtlTable *t, CtlOutput *out, const char *name, bool value_only) {
+        g_autoptr(GArray) shown = shown_columns(t);
+        size_t rows = ctl_table_rows(t);
+
+        if (rows == 0)
+                print_keyed_line(out, name, "", value_only);
+        for (size_t r = 0; r < rows; r++) {
+                g_auto(GStrv) texts = g_new0(char *, shown->len + 1);
+                g_autofree char *line = NULL;
+
+                for (guint i = 0; i < shown->len; i++)
+                        texts[i] = cell_text(t, r, g_array_index(shown, size_t, i));
+                line = g_strjoinv(" ", texts);
+                print_keyed_line(out, name, line, value_only);
+        }
 }
 
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {

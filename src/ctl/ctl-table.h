@@ -36,6 +36,9 @@ void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width);
 void ctl_table_set_display(CtlTable *t, const size_t *columns, size_t n);
 /* What text shows for a NULL string or an empty list; "" unless set. */
 void ctl_table_set_empty_string(CtlTable *t, const char *empty);
+/* The same for one column, where none has a text of its own ("-" for an unknown writer); empty is
+ * a literal, as the titles are. */
+void ctl_table_set_column_empty_string(CtlTable *t, size_t column, const char *empty);
 
 /* NULL is null in JSON and the empty string in text. */
 void ctl_table_add_string(CtlTable *t, const char *value);
@@ -66,6 +69,10 @@ void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_
  * "NAME.ID.TITLE=text" for each later column with a title, where the first column with a title
  * gives the ID. value_only: what follows "=" only (show --value). */
 void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only);
+/* As show prints a list property of a form of its own: a line "NAME=" for each row, then the texts
+ * of its shown columns separated by a blank; "NAME=" alone without rows. value_only: what follows
+ * "=" only (show --value). */
+void ctl_table_print_lines(const CtlTable *t, CtlOutput *out, const char *name, bool value_only);
 /* Row row as the members of an object, in column order, for a caller that adds more. */
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j);
 /* "key": [ {row}, ... ]; key NULL inside an array. */

@@ -209,6 +209,33 @@ START_TEST(test_table_keyed) {
 }
 END_TEST
 
+/* show's line per row: NAME= and the shown columns' texts; a column's own empty string first. */
+START_TEST(test_table_lines) {
+        g_autoptr(CtlTable) t = sample(), none = ctl_table_new();
+        g_autofree char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        CtlOutput out;
+
+        ck_assert_ptr_nonnull(f);
+        ctl_output_init(&out, f, 0);
+        ctl_table_set_column_empty_string(t, PATH, "?");
+        ctl_table_add_column(none, "Text", NULL);
+        ctl_table_print_lines(t, &out, "Policies", false);
+        ctl_table_print_lines(t, &out, "Policies", true);
+        ctl_table_print_lines(none, &out, "Problems", false);
+        ctl_table_print_lines(none, &out, "Problems", true);
+        ck_assert_int_eq(ctl_output_done(&out), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_str_eq(buf, "Policies=redis.conf active /etc/redis.conf a.service b.service\n"
+                              "Policies=漢字.conf invalid ? -\n"
+                              "redis.conf active /etc/redis.conf a.service b.service\n"
+                              "漢字.conf invalid ? -\n"
+                              "Problems=\n"
+                              "\n");
+}
+END_TEST
+
 START_TEST(test_table_free_null) {
         ctl_table_free(NULL);
 }
@@ -229,6 +256,7 @@ int main(void) {
         tcase_add_test(tc, test_table_json);
         tcase_add_test(tc, test_table_empty);
         tcase_add_test(tc, test_table_keyed);
+        tcase_add_test(tc, test_table_lines);
         tcase_add_test(tc, test_table_free_null);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
