@@ -137,7 +137,7 @@ static const Field needs_restart_row_fields[] = {
 };
 ROW_TYPE(needs_restart_row, CtlPair, "(ss)")
 
-/* Override: knob and value, a JSON object of its own (see override_to_json()). */
+/* Override: knob and value, a dictionary: one object in JSON, "KNOB=VALUE ..." in show. */
 static const Field override_row_fields[] = {
         FIELD(NULL, NULL, FIELD_STRING, CtlPair, key),
         FIELD(NULL, NULL, FIELD_STRING, CtlPair, value),
@@ -162,11 +162,11 @@ static const Field figure_row_fields[] = {
 };
 ROW_TYPE(figure_row, CtlFigure, "{sd}")
 
-/* The figures nest: JSON and show give storms their own form (storms_to_json(), show_storms()). */
+/* The figures, a dictionary, are an object in JSON and a line each in show: Storms.KIND.NAME=. */
 static const Field storm_row_fields[] = {
-        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, kind),
-        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, phase),
-        ROWS(NULL, NULL, CtlStorm, figures, &figure_row),
+        FIELD("Kind", "kind", FIELD_STRING, CtlStorm, kind),
+        FIELD("Phase", "phase", FIELD_STRING, CtlStorm, phase),
+        ROWS("Figures", "figures", CtlStorm, figures, &figure_row),
 };
 ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
 
@@ -510,6 +510,37 @@ static bool wanted(char *const *names, const char *name) {
         return !names || g_strv_contains((const char *const *) names, name);
 }
 
+/* A row type of two fields read from a{..}: a key and its value. */
+static bool is_dictionary(const RowType *type) {
+        return type->signature[0] == '{';
+}
+
+/* A dictionary's rows as one cell; show writes a number as "%.6g". */
+static void add_members(CtlTable *t, const RowType *type, GArray *rows) {
+        g_auto(GStrv) keys = g_new0(char *, rows->len + 1), texts = g_new0(char *, rows->len + 1);
+        g_autoptr(CtlJson) object = ctl_json_new();
+
+        ctl_json_begin_object(object, NULL);
+        for (guint r = 0; r < rows->len; r++) {
+                const uint8_t *row = (const uint8_t *) rows->data + (size_t) r * type->size;
+                const Field *value = &type->fields[1];
+
+                keys[r] = g_strdup(*(char *const *) (row + type->fields[0].offset));
+                if (value->type == FIELD_DOUBLE) {
+                        char buf[G_ASCII_DTOSTR_BUF_SIZE];
+                        double d = *(const double *) (row + value->offset);
+
+                        texts[r] = g_strdup(g_ascii_formatd(buf, sizeof buf, "%.6g", d));
+                        ctl_json_double(object, keys[r], d);
+                } else {
+                        texts[r] = g_strdup(*(char *const *) (row + value->offset));
+                        ctl_json_string(object, keys[r], texts[r]);
+                }
+        }
+        ctl_json_end_object(object);
+        ctl_table_add_members(t, keys, texts, object);
+}
+
 static void add_cell(CtlTable *t, const Field *f, const void *row) {
         const void *p = (const uint8_t *) row + f->offset;
 
@@ -552,6 +583,9 @@ static void add_cell(CtlTable *t, const Field *f, const void *row) {
                 ctl_table_add_time(t, *(const uint64_t *) p);
                 return;
         case FIELD_ROWS:
+                g_assert(is_dictionary(f->rows));
+                add_members(t, f->rows, *(GArray *const *) p);
+                return;
         case FIELD_DOUBLE:
                 break;
         }
@@ -585,11 +619,17 @@ static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_
 
 CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob) {
         const Field *f = property_field(name);
+        CtlTable *t;
 
-        /* Storms nest their figures and Override is one object: each has its own JSON and show. */
-        if (!f || f->type != FIELD_ROWS || streq(name, "Storms") || streq(name, "Override"))
+        if (!f || f->type != FIELD_ROWS)
                 return NULL;
-        return rows_table(f->rows, *field_rows(p, f), only_knob);
+        if (!is_dictionary(f->rows))
+                return rows_table(f->rows, *field_rows(p, f), only_knob);
+        /* A dictionary (Override) is one value: a row of one column. */
+        t = ctl_table_new();
+        ctl_table_add_column(t, f->title, f->json_key);
+        add_members(t, f->rows, *field_rows(p, f));
+        return t;
 }
 
 char *ctl_property_text(const CtlProperties *p, const char *name) {
@@ -603,46 +643,14 @@ char *ctl_property_text(const CtlProperties *p, const char *name) {
         return g_strdup(*(char *const *) value ?: "");
 }
 
-static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_object(b, key);
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                ctl_json_string(b, pair->key, pair->value);
-        }
-        ctl_json_end_object(b);
-}
-
-static void storms_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->storms->len; i++) {
-                const CtlStorm *st = &g_array_index(p->storms, CtlStorm, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "kind", st->kind);
-                ctl_json_string(b, "phase", st->phase);
-                ctl_json_begin_object(b, "figures");
-                for (guint f = 0; f < st->figures->len; f++) {
-                        const CtlFigure *fig = &g_array_index(st->figures, CtlFigure, f);
-
-                        ctl_json_double(b, fig->name, fig->value);
-                }
-                ctl_json_end_object(b);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
 static void property_to_json(const CtlProperties *p, const Field *f, CtlJson *b) {
         g_autoptr(CtlTable) t = ctl_property_table(p, f->title, NULL);
         const void *value = (const uint8_t *) p + f->offset;
 
-        if (t)
+        if (t && is_dictionary(f->rows))
+                ctl_table_row_to_json(t, 0, b);
+        else if (t)
                 ctl_table_to_json(t, b, f->json_key);
-        else if (streq(f->title, "Override"))
-                override_to_json(p, f->json_key, b);
-        else if (streq(f->title, "Storms"))
-                storms_to_json(p, f->json_key, b);
         else if (f->type == FIELD_TIME)
                 ctl_json_time(b, f->json_key, *(const uint64_t *) value);
         else

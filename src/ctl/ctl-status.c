@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
-#include <stdarg.h>
 
 #include "ctl-bus.h"
 #include "ctl-format.h"
@@ -236,23 +235,22 @@ static void print_storms(CtlOutput *out, const CtlProperties *p) {
         ctl_printf(out, " (action: %s)\n", p->storm_action ?: "unknown");
 }
 
+/* The override as show gives it, and how long it lasts. */
 static void print_override(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) values = g_string_new(NULL);
+        g_autoptr(CtlTable) t = NULL;
+        g_autofree char *values = NULL;
 
         if (p->override->len == 0)
                 return;
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
-        }
+        t = ctl_property_table(p, "Override", NULL);
+        values = ctl_table_cell_text(t, 0, 0);
         print_label(out, "Override:");
         if (p->override_expires_at > 0) {
                 g_autofree char *when = ctl_format_timestamp(p->override_expires_at);
 
-                ctl_printf(out, "%s until %s\n", values->str, when);
+                ctl_printf(out, "%s until %s\n", values, when);
         } else
-                ctl_printf(out, "%s until cleared\n", values->str);
+                ctl_printf(out, "%s until cleared\n", values);
 }
 
 /* What a unit that started before its policy still holds: a THP change affects new allocations
@@ -451,67 +449,27 @@ int verb_status(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
 /* --value: only what follows "Key=". */
 static bool value_only;
 
-static void kv(CtlOutput *out, const char *value, const char *key_format, ...) _printf_(3, 4);
-static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
-        va_list ap;
-
-        if (!value_only) {
-                va_start(ap, key_format);
-                ctl_vprintf(out, key_format, ap);
-                va_end(ap);
-                ctl_printf(out, "=");
-        }
-        ctl_printf(out, "%s\n", value ?: "");
-}
-
-static void show_override(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) values = g_string_new(NULL);
-
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
-        }
-        kv(out, values->str, "Override");
-}
-
-static void show_storms(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) kinds = g_string_new(NULL);
-
-        for (guint i = 0; i < p->storms->len; i++)
-                g_string_append_printf(kinds, "%s%s", i > 0 ? " " : "", g_array_index(p->storms, CtlStorm, i).kind);
-        kv(out, kinds->str, "Storms");
-        for (guint i = 0; i < p->storms->len; i++) {
-                const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
-
-                kv(out, s->phase, "Storms.%s.Phase", s->kind);
-                for (guint f = 0; f < s->figures->len; f++) {
-                        const CtlFigure *fig = &g_array_index(s->figures, CtlFigure, f);
-                        char buf[G_ASCII_DTOSTR_BUF_SIZE];
-
-                        kv(out, g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value), "Storms.%s.%s", s->kind, fig->name);
-                }
-        }
+static void kv(CtlOutput *out, const char *key, const char *value) {
+        if (value_only)
+                ctl_printf(out, "%s\n", value);
+        else
+                ctl_printf(out, "%s=%s\n", key, value);
 }
 
 /* A list property's rows as NAME.ID.FIELD=, but for those with a form of their own: a problem as
- * verify prints it and a drift event each in one line. Knobs lists no names first: every knob the
- * kernel has is there. */
+ * verify prints it and a drift event each in one line, the override in one. Knobs lists no names
+ * first: every knob the kernel has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        bool one_line = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
+        bool one_line = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift") || streq(name, "Override");
         g_autoptr(CtlTable) t = ctl_property_table(p, name, NULL);
         g_autofree char *value = ctl_property_text(p, name);
 
         if (value)
-                kv(out, value, "%s", name);
+                kv(out, name, value);
         else if (t && one_line)
                 ctl_table_print_lines(t, out, name, value_only);
         else if (t)
                 ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
-        else if (streq(name, "Override"))
-                show_override(out, p);
-        else if (streq(name, "Storms"))
-                show_storms(out, p);
 }
 
 static void show_properties(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {

@@ -15,6 +15,7 @@ typedef struct Cell {
         CellType type;
         char *string; /* the string, or the JSON text; NULL: none */
         char *text;   /* CELL_JSON: what text shows (a list, a number, yes or no); NULL: nothing */
+        char **keys, **texts; /* a dictionary's members, for show; NULL: not a dictionary */
         uint64_t number; /* CELL_TIME */
         const char *color; /* NULL: not coloured */
 } Cell;
@@ -37,6 +38,8 @@ static void cell_clear(gpointer p) {
 
         g_free(c->string);
         g_free(c->text);
+        g_strfreev(c->keys);
+        g_strfreev(c->texts);
 }
 
 CtlTable *ctl_table_new(void) {
@@ -117,6 +120,16 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
         add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(value)) });
 }
 
+void ctl_table_add_members(CtlTable *t, char *const *keys, char *const *texts, const CtlJson *object) {
+        g_autoptr(GString) text = g_string_new(NULL);
+
+        for (size_t i = 0; keys[i]; i++)
+                g_string_append_printf(text, "%s%s=%s", i > 0 ? " " : "", keys[i], texts[i]);
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(object)),
+                             .text = g_string_free(g_steal_pointer(&text), FALSE), .keys = g_strdupv((char **) keys),
+                             .texts = g_strdupv((char **) texts) });
+}
+
 void ctl_table_add_uint(CtlTable *t, uint64_t value) {
         char *number = g_strdup_printf("%" PRIu64, value);
 
@@ -155,6 +168,10 @@ static char *cell_text(const CtlTable *t, size_t row, size_t column) {
         if (c->type == CELL_TIME)
                 return g_strdup_printf("%" PRIu64, c->number);
         return g_strdup(g_array_index(t->columns, Column, column).empty ?: t->empty);
+}
+
+char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column) {
+        return cell_text(t, row, column);
 }
 
 /* The shown columns, as indices; owned by the caller. */
@@ -278,9 +295,18 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
         for (size_t r = 0; r < rows; r++)
                 for (size_t i = id + 1; i < t->columns->len; i++) {
                         const char *header = g_array_index(t->columns, Column, i).header;
+                        const Cell *c = cell_at(t, r, i);
                         g_autofree char *key = NULL, *text = NULL;
 
                         if (!header)
+                                continue;
+                        /* A dictionary's members stand for the column, each under its own name. */
+                        for (size_t m = 0; c->keys && c->keys[m]; m++) {
+                                g_autofree char *member = g_strdup_printf("%s.%s.%s", name, ids[r], c->keys[m]);
+
+                                print_keyed_line(out, member, c->texts[m], value_only);
+                        }
+                        if (c->keys)
                                 continue;
                         key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
                         text = cell_text(t, r, i);

@@ -44,6 +44,10 @@ void ctl_table_set_column_empty_string(CtlTable *t, size_t column, const char *e
 void ctl_table_add_string(CtlTable *t, const char *value);
 /* A list: an array in JSON, the elements separated by a blank in text. */
 void ctl_table_add_strv(CtlTable *t, char *const *values);
+/* A dictionary, keys and texts NULL-terminated and as long: in JSON object, the members as an object
+ * (ctl_json_text()); in text "KEY=TEXT" for each member, separated by a blank; in show's keyed form a
+ * line NAME.ID.KEY=TEXT for each member in place of the column's own. */
+void ctl_table_add_members(CtlTable *t, char *const *keys, char *const *texts, const CtlJson *object);
 /* A number; in text in decimal. */
 void ctl_table_add_uint(CtlTable *t, uint64_t value);
 /* true or false in JSON, yes or no in text. */
@@ -57,6 +61,8 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value);
 void ctl_table_set_color(CtlTable *t, CtlColor color);
 
 size_t ctl_table_rows(const CtlTable *t);
+/* What text shows of a cell, without colour: for a caller that puts it in a sentence of its own. */
+char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column);
 
 /* The shown columns separated by two blanks, each padded to its widest cell or title (the last
  * is not padded); with header, a bold line of the titles first. The lines are cut as out cuts
