@@ -31,8 +31,10 @@ typedef enum FieldType {
 typedef struct RowType RowType;
 
 typedef struct Field {
-        const char *title;    /* its name in show's NAME.ID.TITLE=; NULL: not there. The first one names the row */
+        const char *title;    /* its name in show's NAME.ID.TITLE=; NULL: not there. The first one names the row. For
+                               * a property show gives a line per row, a part of that line */
         const char *json_key; /* NULL: not in JSON */
+        const char *empty;    /* what show says for none; NULL: nothing */
         FieldType type;
         size_t offset;
         const RowType *rows; /* FIELD_ROWS: what they are */
@@ -44,12 +46,18 @@ struct RowType {
         const Field *fields;       /* in the order of the bus */
         size_t n_fields;
         const size_t *json_order;  /* the fields in the order of JSON; NULL: that of the bus */
+        const size_t *text_order;  /* what show's line of a row gives, as indices into json_order; NULL: the
+                                    * fields with a title, in the order of JSON */
+        size_t n_text;
         void (*finish)(void *row); /* after a row is read, for what the row keeps in another form */
         GDestroyNotify clear;      /* row_clear() of this type, for g_array_set_clear_func() */
 };
 
-/* A field of the C type ctype's member; ROWS() one of FIELD_ROWS. */
+/* A field of the C type ctype's member; FIELD_OR() one that show gives as e when it is none; ROWS() one of
+ * FIELD_ROWS. */
 #define FIELD(t, k, ty, ctype, member) { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member) }
+#define FIELD_OR(t, k, ty, ctype, member, e)                                                                   \
+        { .title = (t), .json_key = (k), .type = (ty), .offset = offsetof(ctype, member), .empty = (e) }
 #define ROWS(t, k, ctype, member, r) { .title = (t), .json_key = (k), .type = FIELD_ROWS, .offset = offsetof(ctype, member), .rows = (r) }
 
 static void row_clear(const RowType *type, void *row) {
@@ -129,7 +137,7 @@ static const Field needs_restart_row_fields[] = {
 };
 ROW_TYPE(needs_restart_row, CtlPair, "(ss)")
 
-/* Override: knob and value, a JSON object of its own (see override_to_json()). */
+/* Override: knob and value, a dictionary: one object in JSON, "KNOB=VALUE ..." in show. */
 static const Field override_row_fields[] = {
         FIELD(NULL, NULL, FIELD_STRING, CtlPair, key),
         FIELD(NULL, NULL, FIELD_STRING, CtlPair, value),
@@ -154,29 +162,31 @@ static const Field figure_row_fields[] = {
 };
 ROW_TYPE(figure_row, CtlFigure, "{sd}")
 
-/* The figures nest: JSON and show give storms their own form (storms_to_json(), show_storms()). */
+/* The figures, a dictionary, are an object in JSON and a line each in show: Storms.KIND.NAME=. */
 static const Field storm_row_fields[] = {
-        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, kind),
-        FIELD(NULL, NULL, FIELD_STRING, CtlStorm, phase),
-        ROWS(NULL, NULL, CtlStorm, figures, &figure_row),
+        FIELD("Kind", "kind", FIELD_STRING, CtlStorm, kind),
+        FIELD("Phase", "phase", FIELD_STRING, CtlStorm, phase),
+        ROWS("Figures", "figures", CtlStorm, figures, &figure_row),
 };
 ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
 
-/* A problem of a directory names no policy. */
+/* A problem of a directory names no policy. show prints a problem as verify and the log do. */
 static void diagnostic_finish(void *row) {
         CtlDiagnostic *d = row;
 
         if (d->policy && !d->policy[0])
                 g_clear_pointer(&d->policy, g_free);
+        d->text = ctl_diagnostic_format(d);
 }
 
-/* JSON only: show prints a problem as verify and the log do (ctl_diagnostic_format()). */
+/* show gives a problem one line (Text); JSON its parts. */
 static const Field diagnostic_row_fields[] = {
         FIELD(NULL, "policy", FIELD_STRING, CtlDiagnostic, policy),
         FIELD(NULL, "file", FIELD_STRING, CtlDiagnostic, file),
         FIELD(NULL, "line", FIELD_UINT32_OPTIONAL, CtlDiagnostic, line),
         FIELD(NULL, "severity", FIELD_STRING, CtlDiagnostic, severity),
         FIELD(NULL, "message", FIELD_STRING, CtlDiagnostic, message),
+        FIELD("Text", NULL, FIELD_DERIVED, CtlDiagnostic, text),
 };
 ROW_TYPE(diagnostic_row, CtlDiagnostic, "(ssuss)", .finish = diagnostic_finish)
 
@@ -189,21 +199,24 @@ static const Field drift_conflict_row_fields[] = {
 };
 ROW_TYPE(drift_conflict_row, CtlDriftConflict, "(sssts)")
 
-/* JSON only: show gives each event one line that splits on blanks (show_recent_drift()). JSON has
- * the writer's text after the writer, the bus last. */
+/* show gives each event one line that splits on blanks: KNOB FOUND EXPECTED WRITER ACTION WHEN
+ * WRITTEN WRONG_USEC, the writer "-" when unknown and WRITTEN and WRONG_USEC 0 when the write was
+ * not seen or the knob not restored. JSON has the writer's text after the writer, the bus last. */
 static const Field drift_row_fields[] = {
-        FIELD(NULL, "knob", FIELD_STRING, CtlDrift, knob),
-        FIELD(NULL, "expected", FIELD_OPTIONAL, CtlDrift, expected),
-        FIELD(NULL, "found", FIELD_OPTIONAL, CtlDrift, found),
-        FIELD(NULL, "writer", FIELD_OPTIONAL, CtlDrift, writer),
-        FIELD(NULL, "action", FIELD_STRING, CtlDrift, action),
-        FIELD(NULL, "when", FIELD_TIME, CtlDrift, when),
-        FIELD(NULL, "written", FIELD_TIME, CtlDrift, written),
-        FIELD(NULL, "wrong_usec", FIELD_UINT_OPTIONAL, CtlDrift, wrong_usec),
+        FIELD("Knob", "knob", FIELD_STRING, CtlDrift, knob),
+        FIELD("Expected", "expected", FIELD_OPTIONAL, CtlDrift, expected),
+        FIELD("Found", "found", FIELD_OPTIONAL, CtlDrift, found),
+        FIELD_OR("Writer", "writer", FIELD_OPTIONAL, CtlDrift, writer, "-"),
+        FIELD("Action", "action", FIELD_STRING, CtlDrift, action),
+        FIELD("When", "when", FIELD_TIME, CtlDrift, when),
+        FIELD("Written", "written", FIELD_TIME, CtlDrift, written),
+        FIELD_OR("WrongUSec", "wrong_usec", FIELD_UINT_OPTIONAL, CtlDrift, wrong_usec, "0"),
         FIELD(NULL, "writer_text", FIELD_STRING, CtlDrift, who),
 };
 static const size_t drift_json_order[] = { 0, 1, 2, 3, 8, 4, 5, 6, 7 };
-ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order)
+static const size_t drift_text_order[] = { 0, 2, 1, 3, 5, 6, 7, 8 };
+ROW_TYPE(drift_row, CtlDrift, "(sssssttts)", .json_order = drift_json_order, .text_order = drift_text_order,
+         .n_text = ELEMENTSOF(drift_text_order))
 
 /* The properties, as the fields of one row: CtlProperties. JSON keys are snake_case everywhere, so
  * a property's key is not derived from its name. */
@@ -497,6 +510,37 @@ static bool wanted(char *const *names, const char *name) {
         return !names || g_strv_contains((const char *const *) names, name);
 }
 
+/* A row type of two fields read from a{..}: a key and its value. */
+static bool is_dictionary(const RowType *type) {
+        return type->signature[0] == '{';
+}
+
+/* A dictionary's rows as one cell; show writes a number as "%.6g". */
+static void add_members(CtlTable *t, const RowType *type, GArray *rows) {
+        g_auto(GStrv) keys = g_new0(char *, rows->len + 1), texts = g_new0(char *, rows->len + 1);
+        g_autoptr(CtlJson) object = ctl_json_new();
+
+        ctl_json_begin_object(object, NULL);
+        for (guint r = 0; r < rows->len; r++) {
+                const uint8_t *row = (const uint8_t *) rows->data + (size_t) r * type->size;
+                const Field *value = &type->fields[1];
+
+                keys[r] = g_strdup(*(char *const *) (row + type->fields[0].offset));
+                if (value->type == FIELD_DOUBLE) {
+                        char buf[G_ASCII_DTOSTR_BUF_SIZE];
+                        double d = *(const double *) (row + value->offset);
+
+                        texts[r] = g_strdup(g_ascii_formatd(buf, sizeof buf, "%.6g", d));
+                        ctl_json_double(object, keys[r], d);
+                } else {
+                        texts[r] = g_strdup(*(char *const *) (row + value->offset));
+                        ctl_json_string(object, keys[r], texts[r]);
+                }
+        }
+        ctl_json_end_object(object);
+        ctl_table_add_members(t, keys, texts, object);
+}
+
 static void add_cell(CtlTable *t, const Field *f, const void *row) {
         const void *p = (const uint8_t *) row + f->offset;
 
@@ -539,6 +583,9 @@ static void add_cell(CtlTable *t, const Field *f, const void *row) {
                 ctl_table_add_time(t, *(const uint64_t *) p);
                 return;
         case FIELD_ROWS:
+                g_assert(is_dictionary(f->rows));
+                add_members(t, f->rows, *(GArray *const *) p);
+                return;
         case FIELD_DOUBLE:
                 break;
         }
@@ -552,9 +599,13 @@ static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_
 
         for (size_t i = 0; i < type->n_fields; i++) {
                 const Field *f = &type->fields[type->json_order ? type->json_order[i] : i];
+                size_t column = ctl_table_add_column(t, f->title, f->json_key);
 
-                ctl_table_add_column(t, f->title, f->json_key);
+                if (f->empty)
+                        ctl_table_set_column_empty_string(t, column, f->empty);
         }
+        if (type->text_order)
+                ctl_table_set_display(t, type->text_order, type->n_text);
         for (guint r = 0; r < rows->len; r++) {
                 const void *row = rows->data + (size_t) r * type->size;
 
@@ -568,11 +619,17 @@ static CtlTable *rows_table(const RowType *type, GArray *rows, const char *only_
 
 CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob) {
         const Field *f = property_field(name);
+        CtlTable *t;
 
-        /* Storms nest their figures and Override is one object: each has its own JSON and show. */
-        if (!f || f->type != FIELD_ROWS || streq(name, "Storms") || streq(name, "Override"))
+        if (!f || f->type != FIELD_ROWS)
                 return NULL;
-        return rows_table(f->rows, *field_rows(p, f), only_knob);
+        if (!is_dictionary(f->rows))
+                return rows_table(f->rows, *field_rows(p, f), only_knob);
+        /* A dictionary (Override) is one value: a row of one column. */
+        t = ctl_table_new();
+        ctl_table_add_column(t, f->title, f->json_key);
+        add_members(t, f->rows, *field_rows(p, f));
+        return t;
 }
 
 char *ctl_property_text(const CtlProperties *p, const char *name) {
@@ -586,46 +643,14 @@ char *ctl_property_text(const CtlProperties *p, const char *name) {
         return g_strdup(*(char *const *) value ?: "");
 }
 
-static void override_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_object(b, key);
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                ctl_json_string(b, pair->key, pair->value);
-        }
-        ctl_json_end_object(b);
-}
-
-static void storms_to_json(const CtlProperties *p, const char *key, CtlJson *b) {
-        ctl_json_begin_array(b, key);
-        for (guint i = 0; i < p->storms->len; i++) {
-                const CtlStorm *st = &g_array_index(p->storms, CtlStorm, i);
-
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "kind", st->kind);
-                ctl_json_string(b, "phase", st->phase);
-                ctl_json_begin_object(b, "figures");
-                for (guint f = 0; f < st->figures->len; f++) {
-                        const CtlFigure *fig = &g_array_index(st->figures, CtlFigure, f);
-
-                        ctl_json_double(b, fig->name, fig->value);
-                }
-                ctl_json_end_object(b);
-                ctl_json_end_object(b);
-        }
-        ctl_json_end_array(b);
-}
-
 static void property_to_json(const CtlProperties *p, const Field *f, CtlJson *b) {
         g_autoptr(CtlTable) t = ctl_property_table(p, f->title, NULL);
         const void *value = (const uint8_t *) p + f->offset;
 
-        if (t)
+        if (t && is_dictionary(f->rows))
+                ctl_table_row_to_json(t, 0, b);
+        else if (t)
                 ctl_table_to_json(t, b, f->json_key);
-        else if (streq(f->title, "Override"))
-                override_to_json(p, f->json_key, b);
-        else if (streq(f->title, "Storms"))
-                storms_to_json(p, f->json_key, b);
         else if (f->type == FIELD_TIME)
                 ctl_json_time(b, f->json_key, *(const uint64_t *) value);
         else

@@ -58,6 +58,7 @@ typedef struct CtlDiagnostic {
         unsigned line; /* 0: the whole file */
         char *severity; /* "error" or "warning" */
         char *message;
+        char *text;     /* as ctl_diagnostic_format() gives it; NULL where the caller made the struct */
 } CtlDiagnostic;
 
 /* A writer thpd gave a knob up to (DriftConflicts). */
@@ -117,8 +118,8 @@ void ctl_properties_done(CtlProperties *p);
  * policy. PolicyDiagnostics, which names the policy too, is a table (ctl_property_table()). */
 void ctl_diagnostic_to_json(CtlJson *b, const CtlDiagnostic *d);
 /* A property that is a list of rows (Knobs, IsolatedServices, ...) as a table, for its JSON and
- * for show; NULL for any other. only_knob: for DriftConflicts and RecentDrift, the rows of that
- * knob only. */
+ * for show; a dictionary (Override) as a table of one row and one column; NULL for any other.
+ * only_knob: for DriftConflicts and RecentDrift, the rows of that knob only. */
 CtlTable *ctl_property_table(const CtlProperties *p, const char *name, const char *only_knob);
 /* The value of a property that is a string or a time (in µs) as show prints it, "" for a string
  * thpd did not send; NULL for a list. Freed with g_free(). */

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
-#include <stdarg.h>
 
 #include "ctl-bus.h"
 #include "ctl-format.h"
@@ -32,8 +31,17 @@ static char *label_prefix(const char *label) {
         return g_strdup_printf("  %-*s", LABEL_WIDTH, label);
 }
 
+/* A block of lines under a label wider than the others ("Restart needed:"), the continuation
+ * lines indented as far. */
+static void print_block_wide(const CtlTable *t, CtlOutput *out, const char *label, int width) {
+        g_autofree char *first = g_strdup_printf("  %-*s", width, label), *rest = g_strdup_printf("  %-*s", width, "");
+
+        ctl_table_print_block(t, out, first, rest);
+}
+
 /* A table of n columns for a block of status lines: no titles, so that only the cells set the
- * widths. */
+ * widths. Blocks of one column keep the parts of a line apart by one blank, unaligned, as status
+ * has always shown pools, drift and the services it isolates. */
 static CtlTable *block_table(size_t n) {
         CtlTable *t = ctl_table_new();
 
@@ -182,23 +190,30 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
 }
 
 static void print_pools(CtlOutput *out, const CtlProperties *p) {
-        print_label(out, "Pools:");
-        if (p->pools->len == 0)
-                ctl_printf(out, "%snone%s\n", ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
+        g_autoptr(CtlTable) t = block_table(1);
+        g_autofree char *label = label_prefix("Pools:"), *continuation = label_prefix("");
+
+        if (p->pools->len == 0) {
+                ctl_table_add_string(t, "none");
+                ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
         for (guint i = 0; i < p->pools->len; i++) {
                 const CtlPool *pool = &g_array_index(p->pools, CtlPool, i);
-                g_autofree char *where = NULL;
+                g_autoptr(GString) line = g_string_new(NULL);
                 char size[24];
 
                 format_page_size(pool->page_size_kb, size);
-                where = pool->node < 0 ? g_strdup(size) : g_strdup_printf("%s node %" PRIi32, size, pool->node);
-                if (i > 0)
-                        print_continuation(out);
-                ctl_printf(out, "%s  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", where, pool->allocated, pool->target, pool->free);
+                g_string_append(line, size);
+                if (pool->node >= 0)
+                        g_string_append_printf(line, " node %" PRIi32, pool->node);
+                g_string_append_printf(line, "  %" PRIu64 "/%" PRIu64 " pages, %" PRIu64 " free", pool->allocated, pool->target,
+                                       pool->free);
                 if (pool->shortfall[0])
-                        ctl_printf(out, "; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall, ctl_color(CTL_COLOR_NORMAL));
-                ctl_printf(out, "\n");
+                        g_string_append_printf(line, "; %s%s%s", ctl_color(CTL_COLOR_YELLOW), pool->shortfall,
+                                               ctl_color(CTL_COLOR_NORMAL));
+                ctl_table_add_string(t, line->str);
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 static void print_storms(CtlOutput *out, const CtlProperties *p) {
@@ -220,102 +235,112 @@ static void print_storms(CtlOutput *out, const CtlProperties *p) {
         ctl_printf(out, " (action: %s)\n", p->storm_action ?: "unknown");
 }
 
+/* The override as show gives it, and how long it lasts. */
 static void print_override(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) values = g_string_new(NULL);
+        g_autoptr(CtlTable) t = NULL;
+        g_autofree char *values = NULL;
 
         if (p->override->len == 0)
                 return;
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
-        }
+        t = ctl_property_table(p, "Override", NULL);
+        values = ctl_table_cell_text(t, 0, 0);
         print_label(out, "Override:");
         if (p->override_expires_at > 0) {
                 g_autofree char *when = ctl_format_timestamp(p->override_expires_at);
 
-                ctl_printf(out, "%s until %s\n", values->str, when);
+                ctl_printf(out, "%s until %s\n", values, when);
         } else
-                ctl_printf(out, "%s until cleared\n", values->str);
+                ctl_printf(out, "%s until cleared\n", values);
 }
 
 /* What a unit that started before its policy still holds: a THP change affects new allocations
  * only, so that is what a restart would give back. */
 static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *usage) {
-        static const char label[] = "Restart needed: ";
+        static const char label[] = "Restart needed:";
+        g_autoptr(CtlTable) t = block_table(1);
         guint shown = list_limit(p->needs_restart->len);
 
         for (guint i = 0; i < shown; i++) {
                 const CtlPair *pair = &g_array_index(p->needs_restart, CtlPair, i);
                 const CtlUnitUsage *u = ctl_unit_usage_find(usage, pair->key);
                 uint64_t held = u ? ctl_unit_usage_total(u) : UINT64_MAX;
+                g_autoptr(GString) line = g_string_new(NULL);
 
-                ctl_printf(out, "  %-*s%s%s%s", (int) strlen(label), i == 0 ? label : "", ctl_color(CTL_COLOR_YELLOW), pair->key,
-                           ctl_color(CTL_COLOR_NORMAL));
+                g_string_append_printf(line, "%s%s%s", ctl_color(CTL_COLOR_YELLOW), pair->key, ctl_color(CTL_COLOR_NORMAL));
                 if (held == UINT64_MAX)
-                        ctl_printf(out, " (%s applied after it started)\n", pair->value);
+                        g_string_append_printf(line, " (%s applied after it started)", pair->value);
                 else if (held == 0)
-                        ctl_printf(out, " (%s applied after it started; it holds no THP from before)\n", pair->value);
+                        g_string_append_printf(line, " (%s applied after it started; it holds no THP from before)", pair->value);
                 else {
                         g_autofree char *size = ctl_format_bytes(held);
 
-                        ctl_printf(out, " holds %s in THP from before %s\n", size, pair->value);
+                        g_string_append_printf(line, " holds %s in THP from before %s", size, pair->value);
                 }
+                ctl_table_add_string(t, line->str);
         }
-        if (shown < p->needs_restart->len)
-                ctl_printf(out, "  %-*s%s%s and %u more units (--full lists them all)%s\n", (int) strlen(label), "",
-                           ctl_color(CTL_COLOR_GREY), ctl_glyph(CTL_GLYPH_ELLIPSIS), p->needs_restart->len - shown,
-                           ctl_color(CTL_COLOR_NORMAL));
+        if (shown < p->needs_restart->len) {
+                g_autofree char *more = g_strdup_printf("%s and %u more units (--full lists them all)", ctl_glyph(CTL_GLYPH_ELLIPSIS),
+                                                        p->needs_restart->len - shown);
+
+                ctl_table_add_string(t, more);
+                ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
+        /* The label and one blank. */
+        print_block_wide(t, out, label, (int) sizeof(label));
 }
 
 /* Services of Scope=service and Scope=auto policies: THP taken away from their processes only,
- * and how. */
+ * and how; what a Scope=auto service votes, and a note, on lines of their own below it. */
 static void print_isolated(CtlOutput *out, const CtlProperties *p) {
-        static const char label[] = "Isolated: ";
+        g_autoptr(CtlTable) t = block_table(1);
+        g_autofree char *label = label_prefix("Isolated:"), *continuation = label_prefix("");
 
         for (guint i = 0; i < p->isolated->len; i++) {
                 const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
                 bool bad = streq(iso->state, "not-isolated");
+                g_autofree char *line = NULL;
 
-                ctl_printf(out, "  %-*s%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s\n",
-                           (int) strlen(label), i == 0 ? label : "", iso->unit, iso->thp, iso->policy, iso->scope,
-                           iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL), iso->state,
-                           ctl_color(CTL_COLOR_NORMAL));
+                line = g_strdup_printf("%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s", iso->unit, iso->thp,
+                                       iso->policy, iso->scope, iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
+                                       iso->state, ctl_color(CTL_COLOR_NORMAL));
+                ctl_table_add_string(t, line);
                 if (streq(iso->scope, "auto"))
-                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "",
-                                   iso->machine_wide
-                                           ? "also votes machine-wide: no other active policy wants a looser enabled"
-                                           : "met per service: its machine-wide votes stand aside for a policy that "
-                                             "wants a looser enabled");
-                if (iso->note[0])
-                        ctl_printf(out, "  %-*s  %s\n", (int) strlen(label), "", iso->note);
+                        ctl_table_add_string(t, iso->machine_wide
+                                                        ? "  also votes machine-wide: no other active policy wants a looser enabled"
+                                                        : "  met per service: its machine-wide votes stand aside for a policy that "
+                                                          "wants a looser enabled");
+                if (iso->note[0]) {
+                        g_autofree char *note = g_strconcat("  ", iso->note, NULL);
+
+                        ctl_table_add_string(t, note);
+                }
         }
+        ctl_table_print_block(t, out, label, continuation);
 }
 
 /* Writers thpd stopped fighting, then the last knobs found changed behind its back. */
 static void print_drift(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(CtlTable) conflicts = block_table(1), drift = block_table(1);
+        g_autofree char *conflict_label = label_prefix("Conflict:"), *drift_label = label_prefix("Drift:"),
+                        *continuation = label_prefix("");
+
         for (guint i = 0; i < p->drift_conflicts->len; i++) {
                 const CtlDriftConflict *c = &g_array_index(p->drift_conflicts, CtlDriftConflict, i);
-                g_autofree char *since = ctl_format_timestamp(c->since);
+                g_autofree char *since = ctl_format_timestamp(c->since), *line = NULL;
 
-                if (i == 0)
-                        print_label(out, "Conflict:");
-                else
-                        print_continuation(out);
-                ctl_printf(out, "%s%s%s (since %s; until thpd-ctl reload or %s stops)\n", ctl_color(CTL_COLOR_YELLOW),
-                           c->text, ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+                line = g_strdup_printf("%s%s%s (since %s; until thpd-ctl reload or %s stops)", ctl_color(CTL_COLOR_YELLOW), c->text,
+                                       ctl_color(CTL_COLOR_NORMAL), since, c->writer[0] ? c->writer : "the writer");
+                ctl_table_add_string(conflicts, line);
         }
         for (guint i = 0; i < p->recent_drift->len; i++) {
                 const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *when = ctl_format_timestamp(d->written ?: d->when);
-                g_autofree char *action = ctl_drift_action(d);
+                g_autofree char *when = ctl_format_timestamp(d->written ?: d->when), *action = ctl_drift_action(d), *line = NULL;
 
-                if (i == 0)
-                        print_label(out, "Drift:");
-                else
-                        print_continuation(out);
-                ctl_printf(out, "%s %s=%s instead of %s, %s; %s\n", when, d->knob, d->found, d->expected, d->who, action);
+                line = g_strdup_printf("%s %s=%s instead of %s, %s; %s", when, d->knob, d->found, d->expected, d->who, action);
+                ctl_table_add_string(drift, line);
         }
+        ctl_table_print_block(conflicts, out, conflict_label, continuation);
+        ctl_table_print_block(drift, out, drift_label, continuation);
 }
 
 /* "; policy files: 1 error, 2 warnings" for the header, or "". */
@@ -424,96 +449,27 @@ int verb_status(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
 /* --value: only what follows "Key=". */
 static bool value_only;
 
-static void kv(CtlOutput *out, const char *value, const char *key_format, ...) _printf_(3, 4);
-static void kv(CtlOutput *out, const char *value, const char *key_format, ...) {
-        va_list ap;
-
-        if (!value_only) {
-                va_start(ap, key_format);
-                ctl_vprintf(out, key_format, ap);
-                va_end(ap);
-                ctl_printf(out, "=");
-        }
-        ctl_printf(out, "%s\n", value ?: "");
-}
-
-static void show_override(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) values = g_string_new(NULL);
-
-        for (guint i = 0; i < p->override->len; i++) {
-                const CtlPair *pair = &g_array_index(p->override, CtlPair, i);
-
-                g_string_append_printf(values, "%s%s=%s", i > 0 ? " " : "", pair->key, pair->value);
-        }
-        kv(out, values->str, "Override");
-}
-
-static void show_storms(CtlOutput *out, const CtlProperties *p) {
-        g_autoptr(GString) kinds = g_string_new(NULL);
-
-        for (guint i = 0; i < p->storms->len; i++)
-                g_string_append_printf(kinds, "%s%s", i > 0 ? " " : "", g_array_index(p->storms, CtlStorm, i).kind);
-        kv(out, kinds->str, "Storms");
-        for (guint i = 0; i < p->storms->len; i++) {
-                const CtlStorm *s = &g_array_index(p->storms, CtlStorm, i);
-
-                kv(out, s->phase, "Storms.%s.Phase", s->kind);
-                for (guint f = 0; f < s->figures->len; f++) {
-                        const CtlFigure *fig = &g_array_index(s->figures, CtlFigure, f);
-                        char buf[G_ASCII_DTOSTR_BUF_SIZE];
-
-                        kv(out, g_ascii_formatd(buf, sizeof buf, "%.6g", fig->value), "Storms.%s.%s", s->kind, fig->name);
-                }
-        }
-}
-
-/* One line per problem, FILE:LINE: severity: message; an empty one when there is none. */
-static void show_diagnostics(CtlOutput *out, const CtlProperties *p) {
-        if (p->diagnostics->len == 0)
-                kv(out, "", "PolicyDiagnostics");
-        for (guint i = 0; i < p->diagnostics->len; i++) {
-                g_autofree char *text = ctl_diagnostic_format(&g_array_index(p->diagnostics, CtlDiagnostic, i));
-
-                kv(out, text, "PolicyDiagnostics");
-        }
-}
-
-/* One line per event, oldest first: "KNOB FOUND EXPECTED WRITER ACTION WHEN WRITTEN WRONG_USEC";
- * writer "-" when unknown, so that the fields split on spaces; WRITTEN and WRONG_USEC 0 when the
- * write was not seen or the item not restored. */
-static void show_recent_drift(CtlOutput *out, const CtlProperties *p) {
-        if (p->recent_drift->len == 0)
-                kv(out, "", "RecentDrift");
-        for (guint i = 0; i < p->recent_drift->len; i++) {
-                const CtlDrift *d = &g_array_index(p->recent_drift, CtlDrift, i);
-                g_autofree char *line = g_strdup_printf("%s %s %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64, d->knob,
-                                                        d->found, d->expected, d->writer[0] ? d->writer : "-",
-                                                        d->action, d->when, d->written, d->wrong_usec);
-
-                kv(out, line, "RecentDrift");
-        }
+static void kv(CtlOutput *out, const char *key, const char *value) {
+        if (value_only)
+                ctl_printf(out, "%s\n", value);
+        else
+                ctl_printf(out, "%s=%s\n", key, value);
 }
 
 /* A list property's rows as NAME.ID.FIELD=, but for those with a form of their own: a problem as
- * verify prints it, a drift event in one line. Knobs lists no names first: every knob the kernel
- * has is there. */
+ * verify prints it and a drift event each in one line, the override in one. Knobs lists no names
+ * first: every knob the kernel has is there. */
 static void show_property(CtlOutput *out, const CtlProperties *p, const char *name) {
-        bool own_form = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift");
-        g_autoptr(CtlTable) t = own_form ? NULL : ctl_property_table(p, name, NULL);
+        bool one_line = streq(name, "PolicyDiagnostics") || streq(name, "RecentDrift") || streq(name, "Override");
+        g_autoptr(CtlTable) t = ctl_property_table(p, name, NULL);
         g_autofree char *value = ctl_property_text(p, name);
 
         if (value)
-                kv(out, value, "%s", name);
+                kv(out, name, value);
+        else if (t && one_line)
+                ctl_table_print_lines(t, out, name, value_only);
         else if (t)
                 ctl_table_print_keyed(t, out, name, !streq(name, "Knobs"), value_only);
-        else if (streq(name, "Override"))
-                show_override(out, p);
-        else if (streq(name, "Storms"))
-                show_storms(out, p);
-        else if (streq(name, "PolicyDiagnostics"))
-                show_diagnostics(out, p);
-        else if (streq(name, "RecentDrift"))
-                show_recent_drift(out, p);
 }
 
 static void show_properties(CtlOutput *out, const CtlProperties *p, char *const *names, GArray *usage) {

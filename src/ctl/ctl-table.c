@@ -15,12 +15,14 @@ typedef struct Cell {
         CellType type;
         char *string; /* the string, or the JSON text; NULL: none */
         char *text;   /* CELL_JSON: what text shows (a list, a number, yes or no); NULL: nothing */
+        char **keys, **texts; /* a dictionary's members, for show; NULL: not a dictionary */
         uint64_t number; /* CELL_TIME */
         const char *color; /* NULL: not coloured */
 } Cell;
 
 typedef struct Column {
         const char *header, *json_key; /* not copied: the verbs name their columns in literals */
+        const char *empty;             /* a literal too; NULL: the table's */
         size_t minimum_width;
 } Column;
 
@@ -36,6 +38,8 @@ static void cell_clear(gpointer p) {
 
         g_free(c->string);
         g_free(c->text);
+        g_strfreev(c->keys);
+        g_strfreev(c->texts);
 }
 
 CtlTable *ctl_table_new(void) {
@@ -92,6 +96,10 @@ void ctl_table_set_empty_string(CtlTable *t, const char *empty) {
         t->empty = g_strdup(empty);
 }
 
+void ctl_table_set_column_empty_string(CtlTable *t, size_t column, const char *empty) {
+        g_array_index(t->columns, Column, column).empty = empty;
+}
+
 static void add_cell(CtlTable *t, Cell c) {
         g_array_append_val(t->cells, c);
 }
@@ -110,6 +118,16 @@ void ctl_table_add_strv(CtlTable *t, char *const *values) {
 
 void ctl_table_add_json(CtlTable *t, const CtlJson *value) {
         add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(value)) });
+}
+
+void ctl_table_add_members(CtlTable *t, char *const *keys, char *const *texts, const CtlJson *object) {
+        g_autoptr(GString) text = g_string_new(NULL);
+
+        for (size_t i = 0; keys[i]; i++)
+                g_string_append_printf(text, "%s%s=%s", i > 0 ? " " : "", keys[i], texts[i]);
+        add_cell(t, (Cell) { .type = CELL_JSON, .string = g_strdup(ctl_json_text(object)),
+                             .text = g_string_free(g_steal_pointer(&text), FALSE), .keys = g_strdupv((char **) keys),
+                             .texts = g_strdupv((char **) texts) });
 }
 
 void ctl_table_add_uint(CtlTable *t, uint64_t value) {
@@ -139,15 +157,21 @@ static const Cell *cell_at(const CtlTable *t, size_t row, size_t column) {
         return &g_array_index(t->cells, Cell, row * t->columns->len + column);
 }
 
-/* A cell's text; JSON-only values have none. */
-static char *cell_text(const CtlTable *t, const Cell *c) {
+/* The text of the cell at row and column; JSON-only values have none. */
+static char *cell_text(const CtlTable *t, size_t row, size_t column) {
+        const Cell *c = cell_at(t, row, column);
+
         if (c->type == CELL_STRING && c->string)
                 return g_strdup(c->string);
         if (c->type == CELL_JSON && c->text)
                 return g_strdup(c->text);
         if (c->type == CELL_TIME)
                 return g_strdup_printf("%" PRIu64, c->number);
-        return g_strdup(t->empty);
+        return g_strdup(g_array_index(t->columns, Column, column).empty ?: t->empty);
+}
+
+char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column) {
+        return cell_text(t, row, column);
 }
 
 /* The shown columns, as indices; owned by the caller. */
@@ -208,7 +232,7 @@ static void print_table(const CtlTable *t, CtlOutput *out, bool header, const ch
                 char **row = g_new0(char *, n + 1);
 
                 for (size_t i = 0; i < n; i++) {
-                        row[i] = cell_text(t, cell_at(t, r, g_array_index(shown, size_t, i)));
+                        row[i] = cell_text(t, r, g_array_index(shown, size_t, i));
                         widths[i] = MAX(widths[i], ctl_visible_width(row[i]));
                 }
                 g_ptr_array_add(texts, row);
@@ -262,7 +286,7 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
         g_auto(GStrv) ids = g_new0(char *, rows + 1);
 
         for (size_t r = 0; r < rows; r++)
-                ids[r] = cell_text(t, cell_at(t, r, id));
+                ids[r] = cell_text(t, r, id);
         if (list) {
                 g_autofree char *joined = g_strjoinv(" ", ids);
 
@@ -271,14 +295,40 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
         for (size_t r = 0; r < rows; r++)
                 for (size_t i = id + 1; i < t->columns->len; i++) {
                         const char *header = g_array_index(t->columns, Column, i).header;
+                        const Cell *c = cell_at(t, r, i);
                         g_autofree char *key = NULL, *text = NULL;
 
                         if (!header)
                                 continue;
+                        /* A dictionary's members stand for the column, each under its own name. */
+                        for (size_t m = 0; c->keys && c->keys[m]; m++) {
+                                g_autofree char *member = g_strdup_printf("%s.%s.%s", name, ids[r], c->keys[m]);
+
+                                print_keyed_line(out, member, c->texts[m], value_only);
+                        }
+                        if (c->keys)
+                                continue;
                         key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
-                        text = cell_text(t, cell_at(t, r, i));
+                        text = cell_text(t, r, i);
                         print_keyed_line(out, key, text, value_only);
                 }
+}
+
+void ctl_table_print_lines(const CtlTable *t, CtlOutput *out, const char *name, bool value_only) {
+        g_autoptr(GArray) shown = shown_columns(t);
+        size_t rows = ctl_table_rows(t);
+
+        if (rows == 0)
+                print_keyed_line(out, name, "", value_only);
+        for (size_t r = 0; r < rows; r++) {
+                g_auto(GStrv) texts = g_new0(char *, shown->len + 1);
+                g_autofree char *line = NULL;
+
+                for (guint i = 0; i < shown->len; i++)
+                        texts[i] = cell_text(t, r, g_array_index(shown, size_t, i));
+                line = g_strjoinv(" ", texts);
+                print_keyed_line(out, name, line, value_only);
+        }
 }
 
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j) {

@@ -36,11 +36,18 @@ void ctl_table_set_minimum_width(CtlTable *t, size_t column, size_t width);
 void ctl_table_set_display(CtlTable *t, const size_t *columns, size_t n);
 /* What text shows for a NULL string or an empty list; "" unless set. */
 void ctl_table_set_empty_string(CtlTable *t, const char *empty);
+/* The same for one column, where none has a text of its own ("-" for an unknown writer); empty is
+ * a literal, as the titles are. */
+void ctl_table_set_column_empty_string(CtlTable *t, size_t column, const char *empty);
 
 /* NULL is null in JSON and the empty string in text. */
 void ctl_table_add_string(CtlTable *t, const char *value);
 /* A list: an array in JSON, the elements separated by a blank in text. */
 void ctl_table_add_strv(CtlTable *t, char *const *values);
+/* A dictionary, keys and texts NULL-terminated and as long: in JSON object, the members as an object
+ * (ctl_json_text()); in text "KEY=TEXT" for each member, separated by a blank; in show's keyed form a
+ * line NAME.ID.KEY=TEXT for each member in place of the column's own. */
+void ctl_table_add_members(CtlTable *t, char *const *keys, char *const *texts, const CtlJson *object);
 /* A number; in text in decimal. */
 void ctl_table_add_uint(CtlTable *t, uint64_t value);
 /* true or false in JSON, yes or no in text. */
@@ -54,6 +61,8 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value);
 void ctl_table_set_color(CtlTable *t, CtlColor color);
 
 size_t ctl_table_rows(const CtlTable *t);
+/* What text shows of a cell, without colour: for a caller that puts it in a sentence of its own. */
+char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column);
 
 /* The shown columns separated by two blanks, each padded to its widest cell or title (the last
  * is not padded); with header, a bold line of the titles first. The lines are cut as out cuts
@@ -66,6 +75,10 @@ void ctl_table_print_block(const CtlTable *t, CtlOutput *out, const char *first_
  * "NAME.ID.TITLE=text" for each later column with a title, where the first column with a title
  * gives the ID. value_only: what follows "=" only (show --value). */
 void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, bool list, bool value_only);
+/* As show prints a list property of a form of its own: a line "NAME=" for each row, then the texts
+ * of its shown columns separated by a blank; "NAME=" alone without rows. value_only: what follows
+ * "=" only (show --value). */
+void ctl_table_print_lines(const CtlTable *t, CtlOutput *out, const char *name, bool value_only);
 /* Row row as the members of an object, in column order, for a caller that adds more. */
 void ctl_table_row_to_json(const CtlTable *t, size_t row, CtlJson *j);
 /* "key": [ {row}, ... ]; key NULL inside an array. */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
 #include <limits.h>
+#include <string.h>
 
 #include "ctl-json.h"
 #include "ctl-properties.h"
+#include "ctl-table.h"
 #include "ctl.h"
 #include "diagnostics.h"
 #include "log.h"
@@ -106,29 +108,6 @@ static int verify_dirs(const char *const *dirs, Diagnostics *diag, GArray *check
         return 0;
 }
 
-static void print_text(CtlOutput *out, const char *const *dirs, bool with_dirs, GArray *checked, const Diagnostics *diag) {
-        if (with_dirs && checked->len == 0) {
-                ctl_printf(out, "No policy files in:");
-                for (size_t i = 0; dirs[i]; i++)
-                        if (!listed_before(dirs, i))
-                                ctl_printf(out, " %s", dirs[i]);
-                ctl_printf(out, "\n");
-        }
-        for (guint i = 0; with_dirs && i < checked->len; i++) {
-                const Checked *c = &g_array_index(checked, Checked, i);
-
-                if (c->masked_by)
-                        ctl_printf(out, "%s: masked by %s\n", c->policy, c->masked_by);
-                else
-                        ctl_printf(out, "%s: %s\n", c->policy, c->path);
-                for (guint j = 0; j < c->shadowed->len; j++)
-                        ctl_printf(out, "        %s %s\n", c->masked_by ? "masks" : "overrides",
-                                   (const char *) g_ptr_array_index(c->shadowed, j));
-        }
-        (void) ctl_output_flush(out);
-        diagnostics_print(diag, stderr);
-}
-
 static void diagnostic_to_json(CtlJson *b, const Diagnostic *d) {
         CtlDiagnostic c = {
                 .file = d->file,
@@ -153,37 +132,78 @@ static bool belongs_to(const Diagnostic *d, const Checked *c, bool by_name) {
         return streq(base, c->policy);
 }
 
-static int print_json(CtlOutput *out, GArray *checked, bool by_name, const Diagnostics *diag) {
-        g_autofree bool *attached = g_new0(bool, diag->items->len + 1);
-        g_autoptr(CtlJson) b = ctl_json_new();
+/* What text shows of an entry: where the policy comes from, then a line for each file it
+ * overrides or masks. The lines are one cell, the only one text shows, so nothing pads them. */
+static char *checked_text(const Checked *c) {
+        g_autoptr(GString) text = g_string_new(NULL);
 
-        ctl_json_begin_object(b, NULL);
-        ctl_json_begin_array(b, "policies");
+        if (c->masked_by)
+                g_string_append_printf(text, "%s: masked by %s", c->policy, c->masked_by);
+        else
+                g_string_append_printf(text, "%s: %s", c->policy, c->path);
+        for (guint j = 0; j < c->shadowed->len; j++)
+                g_string_append_printf(text, "\n        %s %s", c->masked_by ? "masks" : "overrides",
+                                       (const char *) g_ptr_array_index(c->shadowed, j));
+        return g_string_free(g_steal_pointer(&text), FALSE);
+}
+
+/* One row per entry, for text and JSON alike; each diagnostic that belongs to an entry is
+ * marked in attached (diag->items->len of them). */
+static CtlTable *checked_table(GArray *checked, bool by_name, const Diagnostics *diag, bool *attached) {
+        CtlTable *t = ctl_table_new();
+
+        ctl_table_add_column(t, "", NULL);
+        ctl_table_add_json_columns(t, "policy", "state", "path", "masked_by", "overrides", "diagnostics", NULL);
         for (guint i = 0; i < checked->len; i++) {
                 const Checked *c = &g_array_index(checked, Checked, i);
+                g_autofree char *text = checked_text(c);
+                g_autofree char **shadowed = g_new0(char *, c->shadowed->len + 1);
+                g_autoptr(CtlJson) diagnostics = ctl_json_new();
 
-                ctl_json_begin_object(b, NULL);
-                ctl_json_string(b, "policy", c->policy);
-                ctl_json_string(b, "state", c->masked_by ? "masked" : c->valid ? "valid" : "invalid");
-                ctl_json_string(b, "path", c->path);
-                ctl_json_string(b, "masked_by", c->masked_by);
-                ctl_json_begin_array(b, "overrides");
-                for (guint k = 0; k < c->shadowed->len; k++)
-                        ctl_json_string(b, NULL, g_ptr_array_index(c->shadowed, k));
-                ctl_json_end_array(b);
-                ctl_json_begin_array(b, "diagnostics");
+                memcpy(shadowed, c->shadowed->pdata, c->shadowed->len * sizeof(char *));
+                ctl_json_begin_array(diagnostics, NULL);
                 for (guint k = 0; k < diag->items->len; k++) {
                         const Diagnostic *d = g_ptr_array_index(diag->items, k);
 
                         if (!belongs_to(d, c, by_name))
                                 continue;
-                        diagnostic_to_json(b, d);
+                        diagnostic_to_json(diagnostics, d);
                         attached[k] = true;
                 }
-                ctl_json_end_array(b);
-                ctl_json_end_object(b);
+                ctl_json_end_array(diagnostics);
+
+                ctl_table_add_string(t, text);
+                ctl_table_add_string(t, c->policy);
+                ctl_table_add_string(t, c->masked_by ? "masked" : c->valid ? "valid" : "invalid");
+                ctl_table_add_string(t, c->path);
+                ctl_table_add_string(t, c->masked_by);
+                ctl_table_add_strv(t, shadowed);
+                ctl_table_add_json(t, diagnostics);
         }
-        ctl_json_end_array(b);
+        return t;
+}
+
+/* The entries only without FILE, where verify picked the files itself; the diagnostics on
+ * stderr, as the daemon's log and the compiler put them. */
+static void print_text(CtlOutput *out, const char *const *dirs, bool with_dirs, const CtlTable *t, const Diagnostics *diag) {
+        if (with_dirs && ctl_table_rows(t) == 0) {
+                ctl_printf(out, "No policy files in:");
+                for (size_t i = 0; dirs[i]; i++)
+                        if (!listed_before(dirs, i))
+                                ctl_printf(out, " %s", dirs[i]);
+                ctl_printf(out, "\n");
+        }
+        if (with_dirs)
+                ctl_table_print(t, out, false);
+        (void) ctl_output_flush(out);
+        diagnostics_print(diag, stderr);
+}
+
+static int print_json(CtlOutput *out, const CtlTable *t, const Diagnostics *diag, const bool *attached) {
+        g_autoptr(CtlJson) b = ctl_json_new();
+
+        ctl_json_begin_object(b, NULL);
+        ctl_table_to_json(t, b, "policies");
         /* What belongs to no policy: a directory's problems, or an ignored file. */
         ctl_json_begin_array(b, "diagnostics");
         for (guint k = 0; k < diag->items->len; k++)
@@ -199,6 +219,8 @@ static int print_json(CtlOutput *out, GArray *checked, bool by_name, const Diagn
 int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         const char *const *dirs = search_dirs(o);
         g_autoptr(GArray) checked = g_array_new(FALSE, TRUE, sizeof(Checked));
+        g_autoptr(CtlTable) t = NULL;
+        g_autofree bool *attached = NULL;
         Diagnostics diag;
         int r;
 
@@ -217,10 +239,12 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 for (int i = 0; i < argc; i++)
                         verify_file(dirs, argv[i], &diag, checked);
 
+        attached = g_new0(bool, diag.items->len + 1);
+        t = checked_table(checked, argc == 0, &diag, attached);
         if (o->json)
-                r = print_json(out, checked, argc == 0, &diag);
+                r = print_json(out, t, &diag, attached);
         else {
-                print_text(out, dirs, argc == 0, checked, &diag);
+                print_text(out, dirs, argc == 0, t, &diag);
                 r = CTL_EXIT_OK;
         }
         if (r == CTL_EXIT_OK && diag.n_errors > 0)

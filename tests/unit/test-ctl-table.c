@@ -209,6 +209,64 @@ START_TEST(test_table_keyed) {
 }
 END_TEST
 
+/* A dictionary: an object in JSON, KEY=TEXT in text, a keyed line per member in show. */
+START_TEST(test_table_members) {
+        char *keys[] = { (char *) "some", (char *) "full", NULL }, *texts[] = { (char *) "0.5", (char *) "12", NULL };
+        char *none[] = { NULL };
+        g_autoptr(CtlTable) t = ctl_table_new();
+        g_autoptr(CtlJson) figures = ctl_json_new(), empty = ctl_json_new(), j = ctl_json_new();
+        g_autofree char *keyed = NULL, *text = NULL;
+
+        ctl_json_begin_object(figures, NULL);
+        ctl_json_double(figures, "some", 0.5);
+        ctl_json_double(figures, "full", 12);
+        ctl_json_end_object(figures);
+        ctl_json_begin_object(empty, NULL);
+        ctl_json_end_object(empty);
+        ctl_table_add_column(t, "Kind", "kind");
+        ctl_table_add_column(t, "Figures", "figures");
+        ctl_table_add_string(t, "compaction");
+        ctl_table_add_members(t, keys, texts, figures);
+        ctl_table_add_string(t, "reclaim");
+        ctl_table_add_members(t, none, none, empty);
+
+        keyed = printed(t, 0, true, "Storms", false);
+        ck_assert_str_eq(keyed, "Storms=compaction reclaim\nStorms.compaction.some=0.5\nStorms.compaction.full=12\n");
+        text = ctl_table_cell_text(t, 0, 1);
+        ck_assert_str_eq(text, "some=0.5 full=12");
+        ctl_table_to_json(t, j, NULL);
+        ck_assert_str_eq(ctl_json_text(j), "[{\"kind\":\"compaction\",\"figures\":{\"some\":0.5,\"full\":12}},"
+                                           "{\"kind\":\"reclaim\",\"figures\":{}}]");
+}
+END_TEST
+
+/* show's line per row: NAME= and the shown columns' texts; a column's own empty string first. */
+START_TEST(test_table_lines) {
+        g_autoptr(CtlTable) t = sample(), none = ctl_table_new();
+        g_autofree char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        CtlOutput out;
+
+        ck_assert_ptr_nonnull(f);
+        ctl_output_init(&out, f, 0);
+        ctl_table_set_column_empty_string(t, PATH, "?");
+        ctl_table_add_column(none, "Text", NULL);
+        ctl_table_print_lines(t, &out, "Policies", false);
+        ctl_table_print_lines(t, &out, "Policies", true);
+        ctl_table_print_lines(none, &out, "Problems", false);
+        ctl_table_print_lines(none, &out, "Problems", true);
+        ck_assert_int_eq(ctl_output_done(&out), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_str_eq(buf, "Policies=redis.conf active /etc/redis.conf a.service b.service\n"
+                              "Policies=漢字.conf invalid ? -\n"
+                              "redis.conf active /etc/redis.conf a.service b.service\n"
+                              "漢字.conf invalid ? -\n"
+                              "Problems=\n"
+                              "\n");
+}
+END_TEST
+
 START_TEST(test_table_free_null) {
         ctl_table_free(NULL);
 }
@@ -229,6 +287,8 @@ int main(void) {
         tcase_add_test(tc, test_table_json);
         tcase_add_test(tc, test_table_empty);
         tcase_add_test(tc, test_table_keyed);
+        tcase_add_test(tc, test_table_lines);
+        tcase_add_test(tc, test_table_members);
         tcase_add_test(tc, test_table_free_null);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
