@@ -237,16 +237,9 @@ int property_get_isolated_services(sd_bus *bus, const char *path, const char *in
 int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Manager *m = bus_manager(userdata);
-        g_autoptr(GPtrArray) units = g_ptr_array_new();
-        GHashTableIter iter;
-        gpointer unit_name;
+        g_autoptr(GPtrArray) units = manager_needs_restart_sorted(m);
         int r;
 
-        g_hash_table_iter_init(&iter, m->plan.needs_restart);
-        while (g_hash_table_iter_next(&iter, &unit_name, NULL))
-                g_ptr_array_add(units, unit_name);
-        /* Sorted, so that the same set always reads (and compares) the same. */
-        g_ptr_array_sort(units, compare_strings);
         r = sd_bus_message_open_container(reply, 'a', "(ss)");
         for (guint i = 0; r >= 0 && i < units->len; i++) {
                 const char *unit = g_ptr_array_index(units, i);

@@ -81,17 +81,10 @@ static GArray *metrics_pools(const Manager *m) {
         return pools;
 }
 
-/* Sorted: a hash table's order would change the text without a change of state. */
 static GArray *metrics_restarts(const Manager *m) {
         GArray *restarts = g_array_new(FALSE, TRUE, sizeof(MetricsRestart));
-        g_autoptr(GPtrArray) units = g_ptr_array_new();
-        GHashTableIter iter;
-        gpointer unit;
+        g_autoptr(GPtrArray) units = manager_needs_restart_sorted(m);
 
-        g_hash_table_iter_init(&iter, m->plan.needs_restart);
-        while (g_hash_table_iter_next(&iter, &unit, NULL))
-                g_ptr_array_add(units, unit);
-        g_ptr_array_sort(units, compare_strings);
         for (guint i = 0; i < units->len; i++) {
                 const char *u = g_ptr_array_index(units, i);
 

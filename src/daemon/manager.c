@@ -140,6 +140,18 @@ GPtrArray *manager_policies_for_unit(const Manager *m, const char *unit) {
         return found;
 }
 
+GPtrArray *manager_needs_restart_sorted(const Manager *m) {
+        GPtrArray *units = g_ptr_array_new();
+        GHashTableIter iter;
+        gpointer unit;
+
+        g_hash_table_iter_init(&iter, m->plan.needs_restart);
+        while (g_hash_table_iter_next(&iter, &unit, NULL))
+                g_ptr_array_add(units, unit);
+        g_ptr_array_sort(units, compare_strings);
+        return units;
+}
+
 /* Remembered per name (candidate_state_matches()): every signal about a unit asks, and globs
  * are matched one by one. */
 static bool unit_filter(const char *unit, void *userdata) {

@@ -194,6 +194,9 @@ StormPhase manager_storm_phase(const Manager *m);
 
 /* Policies whose Units= match the unit (borrowed Policy*). */
 GPtrArray *manager_policies_for_unit(const Manager *m, const char *unit);
+/* The units that need a restart, sorted: a hash table's order would change what the bus and
+ * the metrics file say without a change of state. The names belong to the manager. */
+GPtrArray *manager_needs_restart_sorted(const Manager *m);
 
 /* Validates and sets an override; an error names the bad knob or value. */
 int manager_set_override(Manager *m, const KnobValue values[_KNOB_MAX], uint64_t duration_usec);
