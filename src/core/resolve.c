@@ -20,7 +20,8 @@ const char *source_kind_to_string(SourceKind k) {
  * depend on anything but the (lexically ordered) policy list. */
 static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_enabled,
                  KnobValue *best, Source *best_source) {
-        if (candidate == KNOB_VALUE_UNSET)
+        /* An equal value is a tie, which the earlier voter keeps: most policies vote alike. */
+        if (candidate == KNOB_VALUE_UNSET || candidate == *best)
                 return;
         if (*best == KNOB_VALUE_UNSET ||
             knob_compare_strictness(k, candidate, *best, global_enabled) < 0) {
@@ -56,12 +57,15 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
         }
         for (size_t i = 0; i < in->n_active; i++) {
                 const ActivePolicy *a = &in->active[i];
+                /* Read through a local: t could alias the policy for all the compiler knows, and
+                 * this loop runs for every knob of every active policy at each apply. */
+                const KnobValue *votes = a->policy->knobs;
 
                 if (a->pool_only)
                         continue;
                 for (Knob k = first; k < end; k++)
-                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
-                                vote(k, a->policy->knobs[k],
+                        if (votes[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
+                                vote(k, votes[k],
                                      (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
                                      global_enabled, &t->value[k], &t->source[k]);
         }
