@@ -55,19 +55,26 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                 t->value[k] = KNOB_VALUE_UNSET;
                 t->source[k] = (Source) { .kind = SOURCE_NONE };
         }
+        /* The knobs [first, end) as bits (Policy.unset_knobs). */
+        uint64_t range = (UINT64_C(1) << end) - (UINT64_C(1) << first);
+
         for (size_t i = 0; i < in->n_active; i++) {
                 const ActivePolicy *a = &in->active[i];
-                /* Read through a local: t could alias the policy for all the compiler knows, and
-                 * this loop runs for every knob of every active policy at each apply. */
+                /* Read through a local: t could alias the policy for all the compiler knows. */
                 const KnobValue *votes = a->policy->knobs;
 
                 if (a->pool_only)
                         continue;
-                for (Knob k = first; k < end; k++)
+                /* Only the knobs the policy may vote on: this runs for every active policy at
+                 * each apply, and most vote on one or two of the knobs. */
+                for (uint64_t left = range & ~a->policy->unset_knobs; left != 0; left &= left - 1) {
+                        Knob k = (Knob) __builtin_ctzll(left);
+
                         if (votes[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
                                 vote(k, votes[k],
                                      (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
                                      global_enabled, &t->value[k], &t->source[k]);
+                }
         }
         for (Knob k = first; k < end; k++)
                 finish_knob(in, k, global_enabled, t);
