@@ -26,6 +26,10 @@ void candidate_state_set_policies(CandidateState *s, const GPtrArray *policies) 
         s->index = policy_index_new(policies);
         g_hash_table_remove_all(s->matches);
         s->all_policies = true;
+        /* It pointed into the old policies, and a reload leaves none live until the next apply
+         * (plan_state_forget_policies()). */
+        if (s->live)
+                g_array_set_size(s->live, 0);
 }
 
 const GPtrArray *candidate_state_matches(CandidateState *s, const char *unit) {

@@ -52,7 +52,9 @@ typedef struct CandidateState {
         GHashTable *changed;       /* names of the units whose view changed since the last apply */
         bool all_changed;          /* any unit's may have (the unit list came, or came again) */
         bool units_known_at_apply; /* the last apply had the unit list */
-        GArray *live;              /* CandidateLive in policy order; NULL before the first apply */
+        /* CandidateLive in policy order: the live policies (PlanState.live_policies) of the last
+         * apply, none after the policies were replaced; NULL before the first apply. */
+        GArray *live;
 } CandidateState;
 
 /* What one apply looks at. */
