@@ -37,6 +37,16 @@ System calls per start
     thpd, so this phase is kept out of the CPU figure.
 RSS: thpd's VmRSS after the probes.
 
+Instructions per start
+    With --callgrind DIR, thpd runs under valgrind's callgrind with instrumentation off, turned
+    on (callgrind_control) only from before the first start until thpd has settled after the
+    last: the user-space instructions it ran for those starts, libraries included, divided by
+    UNITS, and the profile in DIR for callgrind_annotate. A count, not a time: it holds still
+    while other work shares the machine, where the CPU time swings. It still moves by some
+    tens of thousands between runs: PropertiesChanged goes out at most every 100 ms, so how many
+    starts share one depends on their pace. Under valgrind thpd runs many times slower, so the
+    CPU and latency columns are not comparable with a plain run.
+
 Runs
     With --runs N each row runs N times, each on a fresh stack, and the table gives the median
     CPU per start with the range of the runs: on a shared VM the same row swings by a fifth
@@ -118,6 +128,19 @@ def wait_settled(pid):
     raise ScaleError(f'thpd did not settle within {DEADLINE:g} s')
 
 
+def callgrind_control(pid, *args):
+    if subprocess.run(['callgrind_control', *args, str(pid)], stdout=subprocess.DEVNULL).returncode != 0:
+        raise ScaleError(f'callgrind_control {" ".join(args)} failed')
+
+
+def callgrind_instructions(path):
+    """The instructions (Ir) of a callgrind dump: its "totals:" line."""
+    for line in path.read_text().splitlines():
+        if line.startswith('totals:'):
+            return int(line.split()[1])
+    raise ScaleError(f'no totals in {path}')
+
+
 def wait_knob(kernel, value):
     deadline = time.monotonic() + DEADLINE
     while kernel.read_knob('enabled') != value:
@@ -182,19 +205,32 @@ def run_row(args, policies, units):
         procfs = '/proc' if args.procfs == 'real' else kernel.procfs
         argv = [str(args.thpd), '--user', f'--sysfs={kernel.sysfs}', f'--procfs={procfs}',
                 f'--runtime-dir={runtime}', f'--policy-dir={policy_dir}', f'--config={config}']
+        if args.callgrind:
+            argv = ['valgrind', '--tool=callgrind', '--instr-atstart=no',
+                    f'--callgrind-out-file={args.callgrind.resolve()}/callgrind.out.%p'] + argv
         thpd = thpdtest.Thpd(argv, stack.env, tmp / 'thpd.log', tmp / 'notify')
-        thpd.wait_ready(timeout=DEADLINE)
+        thpd.wait_ready(timeout=DEADLINE * (10 if args.callgrind else 1))
         baseline = kernel.read_knob('enabled')
         if baseline == 'never':
             raise ScaleError('the scratch kernel starts at enabled=never: the probe could not be seen')
 
         before = wait_settled(thpd.pid)
+        if args.callgrind:
+            callgrind_control(thpd.pid, '--instr=on')
         started = time.monotonic()
         for n in range(units):
             stack.start_unit(unit_of(n % policies, n // policies))
         wall = time.monotonic() - started
         after = wait_settled(thpd.pid)
         per_start_ms = (after - before) / units / 1e6
+        instructions = None
+        if args.callgrind:
+            callgrind_control(thpd.pid, '--dump=starts')
+            callgrind_control(thpd.pid, '--instr=off')
+            dumps = sorted(args.callgrind.glob(f'callgrind.out.{thpd.pid}.*'), key=lambda p: p.stat().st_mtime)
+            if not dumps:
+                raise ScaleError(f'callgrind wrote no profile in {args.callgrind}')
+            instructions = callgrind_instructions(dumps[-1]) / units
 
         syscalls = count_syscalls(args, stack, thpd, policies, units) if args.syscall_starts else None
 
@@ -208,7 +244,7 @@ def run_row(args, policies, units):
         rss = rss_kb(thpd.pid)
         return {
             'policies': policies, 'units': units, 'cpu_ms': per_start_ms, 'systemd_s': wall,
-            'latencies': latencies, 'rss_kb': rss, 'syscalls': syscalls,
+            'latencies': latencies, 'rss_kb': rss, 'syscalls': syscalls, 'instructions': instructions,
         }
     finally:
         if thpd is not None:
@@ -231,6 +267,7 @@ def combine(runs):
         'median_ms': statistics.median(latencies), 'p99_ms': percentile(latencies, 99),
         'rss_kb': max(r['rss_kb'] for r in runs),
         'syscalls': runs[-1]['syscalls'],
+        'instructions': [r['instructions'] for r in runs if r['instructions'] is not None],
     }
 
 
@@ -253,10 +290,14 @@ def main():
     parser.add_argument('--syscall-starts', type=int, default=50,
                         help='matching starts counted under strace -c after the CPU phase (0: none; default 50)')
     parser.add_argument('--syscall-detail', action='store_true', help='print the system calls per start by name')
+    parser.add_argument('--callgrind', type=Path, metavar='DIR',
+                        help='run thpd under callgrind and count its instructions per start; profiles go in DIR')
     parser.add_argument('--storm-watch', action='store_true',
                         help='keep the storm watcher on, as thpd.conf ships it (default: [Storm] Watch=no)')
     args = parser.parse_args()
 
+    if args.callgrind:
+        args.callgrind.mkdir(parents=True, exist_ok=True)
     reason = thpdtest.stack_unavailable_reason()
     if reason:
         print(f'SKIP: {reason}')
@@ -297,6 +338,11 @@ def main():
             if r['syscalls']:
                 detail = ', '.join(f'{name} {n:.1f}' for name, n in sorted(r['syscalls'][1].items(), key=lambda x: -x[1]))
                 print(f'{r["policies"]:,} x {r["units"]:,}: {detail}')
+    for r in results:
+        if r['instructions']:
+            each = ', '.join(f'{n / 1e3:.0f} k' for n in r['instructions'])
+            print(f'{r["policies"]:,} x {r["units"]:,}: thpd user instructions per start (callgrind): '
+                  f'median {statistics.median(r["instructions"]) / 1e3:.0f} k; runs: {each}')
     if len(results) > 1:
         print(f'CPU per start, last row / first row: {results[-1]["cpu_ms"] / results[0]["cpu_ms"]:.2f}x')
     return 0

@@ -26,6 +26,10 @@ void candidate_state_set_policies(CandidateState *s, const GPtrArray *policies) 
         s->index = policy_index_new(policies);
         g_hash_table_remove_all(s->matches);
         s->all_policies = true;
+        /* It pointed into the old policies, and a reload leaves none live until the next apply
+         * (plan_state_forget_policies()). */
+        if (s->live)
+                g_array_set_size(s->live, 0);
 }
 
 const GPtrArray *candidate_state_matches(CandidateState *s, const char *unit) {
@@ -195,7 +199,7 @@ static void add_policy_units(const PlanState *plan, const CandidateUnits *units,
  * units, and the other live policies settled. */
 static GArray *changed_pairs(CandidateState *s, const PlanState *plan, const CandidateUnits *units,
                              GPtrArray *released) {
-        GArray *pairs = g_array_new(FALSE, FALSE, sizeof(CandidatePair));
+        GArray *pairs;
         g_autoptr(GArray) matches = g_array_new(FALSE, FALSE, sizeof(ChangedMatch));
         GHashTableIter iter;
         const char *name;
@@ -217,6 +221,9 @@ static GArray *changed_pairs(CandidateState *s, const PlanState *plan, const Can
                 }
         }
         g_array_sort(matches, compare_matches);
+        /* A pair per live policy and one or more per changed match: reserved at once, not grown
+         * a few times over at every apply. */
+        pairs = g_array_sized_new(FALSE, FALSE, sizeof(CandidatePair), s->live->len + 2 * matches->len);
         for (guint i = 0, l = 0; i < matches->len || l < s->live->len;) {
                 const ChangedMatch *first = i < matches->len ? &g_array_index(matches, ChangedMatch, i) : NULL;
                 const CandidateLive *live = l < s->live->len ? &g_array_index(s->live, CandidateLive, l) : NULL;
@@ -247,16 +254,22 @@ void candidates_select(CandidateState *s, const PlanState *plan, const Candidate
                        Candidates *ret) {
         g_autoptr(GArray) pairs = NULL;
         Candidates c = {
-                .candidates = g_array_new(FALSE, TRUE, sizeof(PlanCandidate)),
+                .candidates = g_array_new(FALSE, FALSE, sizeof(PlanCandidate)),
                 .positions = g_array_new(FALSE, FALSE, sizeof(int)),
                 .released = g_ptr_array_new(),
                 .changes_only = units && s->live && !s->all_policies && !s->all_changed && s->units_known_at_apply &&
                                 units_known,
         };
-        size_t next = 0;
+        PlanCandidate *candidates;
+        int *positions;
+        size_t next = 0, n = 0;
 
         pairs = c.changes_only ? changed_pairs(s, plan, units, c.released) : all_pairs(s, plan, units);
         c.units = g_new(PlanUnit, MAX(pairs->len, 1u));
+        /* At most a candidate per pair: sized once (not zeroed) and written in place, as every
+         * live policy is one at every apply. */
+        candidates = (PlanCandidate *) g_array_set_size(c.candidates, pairs->len)->data;
+        positions = (int *) g_array_set_size(c.positions, pairs->len)->data;
         for (guint i = 0; i < pairs->len;) {
                 const CandidatePair *first = &g_array_index(pairs, CandidatePair, i);
                 PlanCandidate pc = { .policy = first->policy, .units = c.units + next, .settled = first->settled };
@@ -270,25 +283,35 @@ void candidates_select(CandidateState *s, const PlanState *plan, const Candidate
                 pc.n_units = c.units + next - pc.units;
                 /* Policies that are gone (a reload dropped them) have no position. */
                 if (first->position >= 0) {
-                        g_array_append_val(c.candidates, pc);
-                        g_array_append_val(c.positions, first->position);
+                        candidates[n] = pc;
+                        positions[n++] = first->position;
                 }
         }
+        g_array_set_size(c.candidates, n);
+        g_array_set_size(c.positions, n);
         *ret = c;
 }
 
-void candidates_commit(CandidateState *s, const Candidates *c, const PlanState *plan, bool units_known) {
+void candidates_commit(CandidateState *s, const Candidates *c, const Plan *plan, bool units_known) {
+        const ActivePolicy *active = (const ActivePolicy *) plan->active->data;
+        CandidateLive *live;
+        guint n = 0;
+
         /* The live policies in policy order for the next changed_pairs(): those of the
-         * candidates (in that order already) the plan left live. */
+         * candidates (in that order already) the plan left live, which are its active ones, pool
+         * grace included, in the same order. Walked side by side rather than looked up in the
+         * state's live set, and written in place: every live policy is a candidate at every
+         * apply. */
         if (!s->live)
                 s->live = g_array_new(FALSE, FALSE, sizeof(CandidateLive));
-        g_array_set_size(s->live, 0);
-        for (guint i = 0; i < c->candidates->len; i++) {
+        live = (CandidateLive *) g_array_set_size(s->live, plan->active->len)->data;
+        for (guint i = 0; i < c->candidates->len && n < plan->active->len; i++) {
                 const Policy *p = g_array_index(c->candidates, PlanCandidate, i).policy;
 
-                if (g_hash_table_contains(plan->live_policies, p))
-                        g_array_append_val(s->live, ((CandidateLive) { .position = g_array_index(c->positions, int, i), .policy = p }));
+                if (active[n].policy == p)
+                        live[n++] = (CandidateLive) { .position = g_array_index(c->positions, int, i), .policy = p };
         }
+        g_array_set_size(s->live, n);
         g_hash_table_remove_all(s->changed);
         s->all_changed = false;
         s->all_policies = false;

@@ -52,7 +52,9 @@ typedef struct CandidateState {
         GHashTable *changed;       /* names of the units whose view changed since the last apply */
         bool all_changed;          /* any unit's may have (the unit list came, or came again) */
         bool units_known_at_apply; /* the last apply had the unit list */
-        GArray *live;              /* CandidateLive in policy order; NULL before the first apply */
+        /* CandidateLive in policy order: the live policies (PlanState.live_policies) of the last
+         * apply, none after the policies were replaced; NULL before the first apply. */
+        GArray *live;
 } CandidateState;
 
 /* What one apply looks at. */
@@ -84,7 +86,7 @@ bool candidate_state_change_matters(CandidateState *s, const PlanState *plan, co
  * service manager), units_known whether the unit list is in (PlanInput.units_known). */
 void candidates_select(CandidateState *s, const PlanState *plan, const CandidateUnits *units, bool units_known,
                        Candidates *ret);
-/* After plan() made its plan from c: the changed units are looked at, the live policies of
- * plan are remembered for the next selection. c's released names are gone after it. */
-void candidates_commit(CandidateState *s, const Candidates *c, const PlanState *plan, bool units_known);
+/* After plan() made plan from c: the changed units are looked at, the live policies (plan's
+ * active ones) are remembered for the next selection. c's released names are gone after it. */
+void candidates_commit(CandidateState *s, const Candidates *c, const Plan *plan, bool units_known);
 void candidates_done(Candidates *c);

@@ -176,14 +176,20 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
         /* PlanUnit*: wanted units new or stopped since the last apply, so that the state is
          * updated without looking every wanted unit up a second time. */
         g_autoptr(GPtrArray) changed = g_ptr_array_new();
+        /* At most one per candidate: sized once (not zeroed) and written in place, as every live
+         * policy is a candidate at every apply. */
+        ActivePolicy *active = (ActivePolicy *) g_array_set_size(plan->active, in->n_candidates)->data;
+        guint n = 0;
 
+        s->n_active = 0;
         for (size_t i = 0; i < in->n_candidates; i++) {
                 const PlanCandidate *c = &in->candidates[i];
                 const Policy *p = c->policy;
                 PolicyRuntime *rt = policy_runtime(s, p);
                 bool unisolated = false;
 
-                g_ptr_array_set_size(units, 0);
+                if (!c->settled)
+                        g_ptr_array_set_size(units, 0);
                 for (size_t j = 0; !c->settled && j < c->n_units; j++) {
                         const PlanUnit *u = &c->units[j];
                         gpointer seen;
@@ -213,15 +219,14 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 }
 
                 if (rt->units->len > 0) {
-                        ActivePolicy a = {
+                        active[n++] = (ActivePolicy) {
                                 .policy = p,
                                 .unit = g_ptr_array_index(rt->units, 0),
                                 .unisolated = unisolated,
                         };
-
+                        s->n_active++;
                         rt->active = true;
                         rt->pool_grace_until = 0;
-                        g_array_append_val(plan->active, a);
                         if (!c->settled)
                                 g_hash_table_add(s->live_policies, (gpointer) p);
                         continue;
@@ -232,9 +237,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                 rt->active = false;
 
                 if (rt->pool_grace_until > in->now_usec) {
-                        ActivePolicy a = { .policy = p, .unit = NULL, .pool_only = true };
-
-                        g_array_append_val(plan->active, a);
+                        active[n++] = (ActivePolicy) { .policy = p, .unit = NULL, .pool_only = true };
                         g_hash_table_add(s->live_policies, (gpointer) p);
                         if (plan->next_grace_usec == 0 || rt->pool_grace_until < plan->next_grace_usec)
                                 plan->next_grace_usec = rt->pool_grace_until;
@@ -243,6 +246,8 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         g_hash_table_remove(s->live_policies, p);
                 }
         }
+
+        g_array_set_size(plan->active, n);
 
         /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
         if (!in->units_known) {
@@ -364,15 +369,12 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
         ResolveInput r;
 
         *ret = (Plan) {
-                .active = g_array_new(FALSE, TRUE, sizeof(ActivePolicy)),
+                .active = g_array_new(FALSE, FALSE, sizeof(ActivePolicy)),
                 .isolation_checks = g_array_new(FALSE, TRUE, sizeof(IsolationRequest)),
                 .wanted = g_hash_table_new(g_str_hash, g_str_equal),
                 .runtime_changed = TAKE_FLAG(s->forgot_active),
         };
         plan_units(s, in, ret);
-        s->n_active = 0;
-        for (guint i = 0; i < ret->active->len; i++)
-                s->n_active += !g_array_index(ret->active, ActivePolicy, i).pool_only;
         plan_effective_baseline(in->present, in->recorded, in->pinned, ret->baseline);
         resolve_per_service((ActivePolicy *) ret->active->data, ret->active->len);
         r = (ResolveInput) {

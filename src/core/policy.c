@@ -597,6 +597,9 @@ static Policy *parser_build_policy(PolicyParser *p) {
         if (p->scope == POLICY_SCOPE_SERVICE)
                 FOREACH_KNOB(k)
                         policy->knobs[k] = KNOB_VALUE_UNSET;
+        FOREACH_KNOB(k)
+                if (policy->knobs[k] == KNOB_VALUE_UNSET)
+                        policy->unset_knobs |= UINT64_C(1) << k;
 
         if (p->size_line != 0 || p->pages_line != 0) {
                 policy->has_pool = true;

@@ -36,6 +36,10 @@ typedef struct Policy {
         char *description;
         char **units;      /* NULL-terminated unit names or globs */
         KnobValue knobs[_KNOB_MAX];     /* KNOB_VALUE_UNSET where the policy does not vote */
+        /* Bit k set: knobs[k] is UNSET, so resolution need not look at it (policies vote on a
+         * few of the knobs, and every active one is resolved at every apply). The parser sets
+         * it; 0 claims nothing, and every knob is looked at. */
+        uint64_t unset_knobs;
         unsigned knob_lines[_KNOB_MAX]; /* where each vote was set, for explanations */
         bool has_pool;
         PoolRequest pool;
@@ -45,6 +49,8 @@ typedef struct Policy {
          * mistake; with _AUTO knobs[] keeps the votes it casts while it is not met per service. */
         KnobValue service_thp;
 } Policy;
+
+_Static_assert(_KNOB_MAX < 64, "Policy.unset_knobs has a bit per knob");
 
 Policy *policy_free(Policy *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Policy, policy_free)

@@ -20,7 +20,8 @@ const char *source_kind_to_string(SourceKind k) {
  * depend on anything but the (lexically ordered) policy list. */
 static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_enabled,
                  KnobValue *best, Source *best_source) {
-        if (candidate == KNOB_VALUE_UNSET)
+        /* An equal value is a tie, which the earlier voter keeps: most policies vote alike. */
+        if (candidate == KNOB_VALUE_UNSET || candidate == *best)
                 return;
         if (*best == KNOB_VALUE_UNSET ||
             knob_compare_strictness(k, candidate, *best, global_enabled) < 0) {
@@ -54,16 +55,26 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                 t->value[k] = KNOB_VALUE_UNSET;
                 t->source[k] = (Source) { .kind = SOURCE_NONE };
         }
+        /* The knobs [first, end) as bits (Policy.unset_knobs). */
+        uint64_t range = (UINT64_C(1) << end) - (UINT64_C(1) << first);
+
         for (size_t i = 0; i < in->n_active; i++) {
                 const ActivePolicy *a = &in->active[i];
+                /* Read through a local: t could alias the policy for all the compiler knows. */
+                const KnobValue *votes = a->policy->knobs;
 
                 if (a->pool_only)
                         continue;
-                for (Knob k = first; k < end; k++)
-                        if (a->policy->knobs[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
-                                vote(k, a->policy->knobs[k],
+                /* Only the knobs the policy may vote on: this runs for every active policy at
+                 * each apply, and most vote on one or two of the knobs. */
+                for (uint64_t left = range & ~a->policy->unset_knobs; left != 0; left &= left - 1) {
+                        Knob k = (Knob) __builtin_ctzll(left);
+
+                        if (votes[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
+                                vote(k, votes[k],
                                      (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
                                      global_enabled, &t->value[k], &t->source[k]);
+                }
         }
         for (Knob k = first; k < end; k++)
                 finish_knob(in, k, global_enabled, t);

@@ -370,7 +370,7 @@ void manager_apply(Manager *m) {
                         .n_pool_baseline = m->baseline.n_pools,
                 }, &m->target, &p);
         /* The released names are the selection's: the plan is done with them. */
-        candidates_commit(&m->candidates, &o.candidates, &m->plan, manager_units_known(m));
+        candidates_commit(&m->candidates, &o.candidates, &p, manager_units_known(m));
         remember_per_service(m, &p);
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);

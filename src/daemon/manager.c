@@ -406,32 +406,15 @@ bool manager_knob_resolved(const Manager *m, Knob k) {
         return m->applied_once && m->target.source[k].kind != SOURCE_NONE;
 }
 
-typedef struct PositionedPolicy {
-        int position;
-        const Policy *policy;
-} PositionedPolicy;
-
-static gint compare_positioned(gconstpointer a, gconstpointer b) {
-        int x = ((const PositionedPolicy *) a)->position, y = ((const PositionedPolicy *) b)->position;
-
-        return x < y ? -1 : x > y;
-}
-
 GPtrArray *manager_live_policies(const Manager *m) {
-        guint n = g_hash_table_size(m->plan.live_policies), i = 0;
-        g_autofree PositionedPolicy *sorted = g_new(PositionedPolicy, MAX(n, 1u));
-        GPtrArray *live = g_ptr_array_sized_new(n);
-        GHashTableIter iter;
-        gpointer p;
+        /* The selection keeps them in policy order from the last apply (candidates_commit()):
+         * not sorted again for every ActivePolicies built. */
+        const GArray *live = m->candidates.live;
+        GPtrArray *ret = g_ptr_array_sized_new(live ? live->len : 0);
 
-        /* Each position looked up once, not once per comparison. */
-        g_hash_table_iter_init(&iter, m->plan.live_policies);
-        while (g_hash_table_iter_next(&iter, &p, NULL))
-                sorted[i++] = (PositionedPolicy) { policy_index_position(m->candidates.index, p), p };
-        qsort(sorted, n, sizeof *sorted, compare_positioned);
-        for (i = 0; i < n; i++)
-                g_ptr_array_add(live, (gpointer) sorted[i].policy);
-        return live;
+        for (guint i = 0; live && i < live->len; i++)
+                g_ptr_array_add(ret, (gpointer) g_array_index(live, CandidateLive, i).policy);
+        return ret;
 }
 
 static unsigned phase_severity(StormPhase p) {

@@ -310,7 +310,7 @@ static void side_apply(Side *s, World *w) {
                         .mitigation = s->unset,
                         .override = s->unset,
                 }, &s->target, &s->plan);
-        candidates_commit(&s->candidates, &c, &s->plan_state, w->units_known);
+        candidates_commit(&s->candidates, &c, &s->plan, w->units_known);
         FOREACH_KNOB(k)
                 (void) plan_knob_commit(&s->plan.knobs[k], &s->current[k], &s->owned[k], &s->recorded[k]);
         s->changes_only = c.changes_only;

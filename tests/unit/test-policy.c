@@ -163,6 +163,29 @@ START_TEST(test_knob_only_has_no_pool) {
 }
 END_TEST
 
+/* Resolution skips the knobs unset_knobs names: a bit wrongly set would drop a vote. */
+START_TEST(test_unset_knobs) {
+        static const char *const texts[] = {
+                "[Policy]\nUnits=a.service\n[TransparentHugePages]\nDefrag=madvise\n",
+                "[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=never\nEnabled.2M=madvise\n"
+                "[Khugepaged]\nAllocSleepMillisecs=120000\n",
+                "[Policy]\nUnits=a.service\nScope=service\n[TransparentHugePages]\nEnabled=never\n",
+                "[Policy]\nUnits=a.service\n[HugeTLB]\nPages=16\n",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                g_autoptr(Policy) p = NULL;
+                Diagnostics d;
+
+                diagnostics_init(&d);
+                ck_assert_int_eq(parse(texts[i], &d, &p), 0);
+                FOREACH_KNOB(k)
+                        ck_assert_int_eq(!!(p->unset_knobs & (UINT64_C(1) << k)), p->knobs[k] == KNOB_VALUE_UNSET);
+                diagnostics_clear(&d);
+        }
+}
+END_TEST
+
 START_TEST(test_empty_file) {
         g_autofree char *dir = test_mkdtemp();
         g_autofree char *path = g_build_filename(dir, "empty.conf", NULL);
@@ -1062,6 +1085,7 @@ int main(void) {
         tcase_add_test(tc, test_good_every_key);
         tcase_add_test(tc, test_pools);
         tcase_add_test(tc, test_knob_only_has_no_pool);
+        tcase_add_test(tc, test_unset_knobs);
         tcase_add_test(tc, test_empty_file);
         tcase_add_test(tc, test_missing_file);
         tcase_add_test(tc, test_fifo);
