@@ -39,6 +39,9 @@ void unit_record_append_change(GString *journal, UnitRecordChange change, const 
  * lines stay no longer than the snapshot (or 4 KiB), and the whole under read_limit, what a
  * restarted thpd reads of it. */
 bool unit_record_can_append(size_t snapshot, size_t appended, size_t adding, size_t read_limit);
+/* What a restarted thpd reads of the record: a line is a unit's name and a word or two, so some
+ * 100,000 running units of policies, where 64 KiB held about 1,800. */
+#define UNIT_RECORD_MAX (4U * 1024U * 1024U)
 /* units: the wanted units' names, sorted, of which those in needs_restart are recorded as
  * needing a restart and the others as started (so that the caller need not build the difference
  * at every start). Sorted, so that equal sets give equal text. */

@@ -281,7 +281,7 @@ static void save_unit_record(Manager *m, const Plan *p) {
         if (m->unit_record_written && !p->wanted_units_changed && !p->restart_hints_changed)
                 return;
         if (m->unit_record_written &&
-            unit_record_can_append(m->unit_record_size, m->unit_record_appended, journal->len, SMALL_FILE_MAX)) {
+            unit_record_can_append(m->unit_record_size, m->unit_record_appended, journal->len, UNIT_RECORD_MAX)) {
                 r = runtime_file_append(m->runtime_dir, UNIT_RECORD_FILE, journal->str);
                 if (r >= 0) {
                         m->unit_record_appended += journal->len;

@@ -8,12 +8,24 @@
 #include "unit-record.h"
 #include "util.h"
 
+/* One write(): these files are small, and a short write is an error, not a retry. */
+static int write_all(int fd, const char *content) {
+        size_t len = strlen(content);
+        ssize_t n;
+
+        n = write(fd, content, len);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
 /* exact_mode 0: 0644 less the umask. */
 static int write_replacing(const char *path, const char *content, bool sync, mode_t exact_mode) {
         g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
         _cleanup_close_ int fd = -1;
-        size_t len = strlen(content);
-        ssize_t n;
+        int r;
 
         /* A fresh file, never one that is there already: a symlink planted under the temporary
          * name in a directory others can write must not redirect the write. */
@@ -26,24 +38,15 @@ static int write_replacing(const char *path, const char *content, bool sync, mod
         if (fd < 0)
                 return -errno;
         if (exact_mode != 0 && fchmod(fd, exact_mode) < 0)
-                goto fail;
-        n = write(fd, content, len);
-        if (n < 0)
-                goto fail;
-        if ((size_t) n != len) {
-                errno = EIO;
-                goto fail;
-        }
-        if (sync && fsync(fd) < 0)
-                goto fail;
-        if (rename(tmp, path) < 0)
-                goto fail;
-        return 0;
-
-fail:;
-        int r = -errno;
-
-        (void) unlink(tmp);
+                r = -errno;
+        else
+                r = write_all(fd, content);
+        if (r >= 0 && sync && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
         return r;
 }
 
@@ -64,17 +67,14 @@ int runtime_file_write(const char *dir, const char *name, const char *content) {
 int runtime_file_append(const char *dir, const char *name, const char *content) {
         g_autofree char *path = g_build_filename(dir, name, NULL);
         _cleanup_close_ int fd = -1;
-        size_t len = strlen(content);
-        ssize_t n;
+        int r;
 
         fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
-        n = write(fd, content, len);
-        if (n < 0)
-                return -errno;
-        if ((size_t) n != len)
-                return -EIO;
+        r = write_all(fd, content);
+        if (r < 0)
+                return r;
         if (fsync(fd) < 0)
                 return -errno;
         return 0;
@@ -97,7 +97,7 @@ int unit_record_load(const char *runtime_dir, GHashTable *started, GHashTable *n
         _cleanup_free_ char *content = NULL;
         int r;
 
-        r = read_small_file(path, &content);
+        r = read_file_max(path, UNIT_RECORD_MAX, &content);
         if (r < 0)
                 return r;
         return unit_record_parse(content, started, needs_restart);

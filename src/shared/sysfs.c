@@ -88,6 +88,10 @@ static int read_fd_into(int fd, char *buf, size_t size, bool short_is_eof, size_
 #define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
 
 int read_small_file(const char *path, char **ret) {
+        return read_file_max(path, SMALL_FILE_MAX, ret);
+}
+
+int read_file_max(const char *path, size_t max, char **ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t n;
@@ -102,10 +106,10 @@ int read_small_file(const char *path, char **ret) {
                 return -errno;
 
         /* st_size is useless here (sysfs says 4096, procfs 0), so read until EOF. */
-        buf = malloc(SMALL_FILE_MAX + 1);
+        buf = malloc(max + 1);
         if (!buf)
                 return -ENOMEM;
-        r = read_fd_into(fd, buf, SMALL_FILE_MAX + 1, false, &n);
+        r = read_fd_into(fd, buf, max + 1, false, &n);
         if (r < 0)
                 return r;
 

@@ -118,6 +118,8 @@ int procfs_compact_memory(const char *procfs_root);
  * not a regular file (a FIFO) is read until EOF or until it has nothing more for now, and gives
  * -ETIMEDOUT if no data (and no EOF) came within 1 s. */
 int read_small_file(const char *path, char **ret);
+/* The same with another limit: -EFBIG beyond max bytes. */
+int read_file_max(const char *path, size_t max, char **ret);
 /* Writes a string with a single write(), reporting the kernel's errno (not a buffered fclose).
  * Never creates the file: a missing one gives -ENOENT. Never blocks: a FIFO without a reader
  * gives -ENXIO, a full one -EAGAIN. */
