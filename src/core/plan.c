@@ -169,93 +169,45 @@ static bool plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, c
         return false;
 }
 
-/* Which policies the wanted units activate, and which stopped ones still hold their pool during
- * the grace period; restart hints for units that were running before their policy applied. */
-static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
-        g_autoptr(GPtrArray) units = g_ptr_array_new();
-        /* PlanUnit*: wanted units new or stopped since the last apply, so that the state is
-         * updated without looking every wanted unit up a second time. */
-        g_autoptr(GPtrArray) changed = g_ptr_array_new();
-        /* At most one per candidate: sized once (not zeroed) and written in place, as every live
-         * policy is a candidate at every apply. */
-        ActivePolicy *active = (ActivePolicy *) g_array_set_size(plan->active, in->n_candidates)->data;
-        guint n = 0;
+/* One candidate's wanted units: each into plan->wanted, the new or restarted ones into changed,
+ * their restart hints or isolation checks, and the policy's sorted unit list. Returns whether a
+ * unit of a policy that isolates its services runs unisolated. */
+static bool plan_candidate_units(PlanState *s, const PlanInput *in, const PlanCandidate *c, PolicyRuntime *rt,
+                                 Plan *plan, GPtrArray *units, GPtrArray *changed) {
+        const Policy *p = c->policy;
+        bool unisolated = false;
 
-        s->n_active = 0;
-        for (size_t i = 0; i < in->n_candidates; i++) {
-                const PlanCandidate *c = &in->candidates[i];
-                const Policy *p = c->policy;
-                PolicyRuntime *rt = policy_runtime(s, p);
-                bool unisolated = false;
+        g_ptr_array_set_size(units, 0);
+        for (size_t j = 0; j < c->n_units; j++) {
+                const PlanUnit *u = &c->units[j];
+                gpointer seen;
+                bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &seen);
 
-                if (!c->settled)
-                        g_ptr_array_set_size(units, 0);
-                for (size_t j = 0; !c->settled && j < c->n_units; j++) {
-                        const PlanUnit *u = &c->units[j];
-                        gpointer seen;
-                        bool known = g_hash_table_lookup_extended(s->seen_wanted, u->name, NULL, &seen);
-
-                        g_ptr_array_add(units, (gpointer) u->name);
-                        g_hash_table_insert(plan->wanted, (gpointer) u->name, GUINT_TO_POINTER(u->stops + 1));
-                        if (!known || seen != GUINT_TO_POINTER(u->stops + 1))
-                                g_ptr_array_add(changed, (gpointer) u);
-                        /* Already running when it first counted: its memory was mapped before
-                         * this policy applied. One that stopped since the last apply started
-                         * again under it. A policy that isolates its services: what counts is
-                         * whether the process runs isolated (a Scope=auto one is never settled,
-                         * see plan_unit_change_matters()). */
-                        if (policy_isolates(p))
-                                unisolated |= plan_isolation(s, in, p, u, plan);
-                        else if (!known && u->running)
-                                hint_set(s, plan, u->name, p->name);
-                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
-                                hint_clear(s, plan, u->name);
-                }
-                /* Active exactly while it has units: this also covers turning (in)active. */
-                if (!c->settled) {
-                        g_ptr_array_sort(units, compare_strings);
-                        if (set_units(rt, units))
-                                plan->runtime_changed = true;
-                }
-
-                if (rt->units->len > 0) {
-                        active[n++] = (ActivePolicy) {
-                                .policy = p,
-                                .unit = g_ptr_array_index(rt->units, 0),
-                                .unisolated = unisolated,
-                        };
-                        s->n_active++;
-                        rt->active = true;
-                        rt->pool_grace_until = 0;
-                        if (!c->settled)
-                                g_hash_table_add(s->live_policies, (gpointer) p);
-                        continue;
-                }
-
-                if (rt->active && p->has_pool && in->pool_grace_usec > 0)
-                        rt->pool_grace_until = in->now_usec + in->pool_grace_usec;
-                rt->active = false;
-
-                if (rt->pool_grace_until > in->now_usec) {
-                        active[n++] = (ActivePolicy) { .policy = p, .unit = NULL, .pool_only = true };
-                        g_hash_table_add(s->live_policies, (gpointer) p);
-                        if (plan->next_grace_usec == 0 || rt->pool_grace_until < plan->next_grace_usec)
-                                plan->next_grace_usec = rt->pool_grace_until;
-                } else {
-                        rt->pool_grace_until = 0;
-                        g_hash_table_remove(s->live_policies, p);
-                }
+                g_ptr_array_add(units, (gpointer) u->name);
+                g_hash_table_insert(plan->wanted, (gpointer) u->name, GUINT_TO_POINTER(u->stops + 1));
+                if (!known || seen != GUINT_TO_POINTER(u->stops + 1))
+                        g_ptr_array_add(changed, (gpointer) u);
+                /* Already running when it first counted: its memory was mapped before this
+                 * policy applied. One that stopped since the last apply started again under it.
+                 * A policy that isolates its services: what counts is whether the process runs
+                 * isolated (a Scope=auto one is never settled, see plan_unit_change_matters()). */
+                if (policy_isolates(p))
+                        unisolated |= plan_isolation(s, in, p, u, plan);
+                else if (!known && u->running)
+                        hint_set(s, plan, u->name, p->name);
+                else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
+                        hint_clear(s, plan, u->name);
         }
+        /* Active exactly while it has units: this also covers turning (in)active. */
+        g_ptr_array_sort(units, compare_strings);
+        if (set_units(rt, units))
+                plan->runtime_changed = true;
+        return unisolated;
+}
 
-        g_array_set_size(plan->active, n);
-
-        /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
-        if (!in->units_known) {
-                g_clear_pointer(&plan->wanted, g_hash_table_unref);
-                return;
-        }
-
-        /* Units no longer wanted start afresh: their next start maps memory under the policy. */
+/* The units seen wanted, and the unit record's journal, brought up to what this apply found:
+ * changed holds the wanted units new or restarted since the last apply. */
+static void plan_seen_units(PlanState *s, const PlanInput *in, Plan *plan, GPtrArray *changed) {
         GHashTableIter iter;
         const char *name;
 
@@ -277,6 +229,7 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         plan->wanted_units_changed = true;
                 }
         }
+        /* Units no longer wanted start afresh: their next start maps memory under the policy. */
         if (in->changes_only) {
                 /* Only a unit that changed can have stopped being wanted. */
                 for (size_t i = 0; i < in->n_released; i++)
@@ -309,6 +262,63 @@ static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
                         g_hash_table_iter_remove(&iter);
                         plan->restart_hints_changed = true;
                 }
+}
+
+/* Which policies the wanted units activate, and which stopped ones still hold their pool during
+ * the grace period; restart hints for units that were running before their policy applied. */
+static void plan_units(PlanState *s, const PlanInput *in, Plan *plan) {
+        g_autoptr(GPtrArray) units = g_ptr_array_new();
+        /* PlanUnit*: wanted units new or stopped since the last apply, so that the state is
+         * updated without looking every wanted unit up a second time. */
+        g_autoptr(GPtrArray) changed = g_ptr_array_new();
+        /* At most one per candidate: sized once (not zeroed) and written in place, as every live
+         * policy is a candidate at every apply. */
+        ActivePolicy *active = (ActivePolicy *) g_array_set_size(plan->active, in->n_candidates)->data;
+        guint n = 0;
+
+        s->n_active = 0;
+        for (size_t i = 0; i < in->n_candidates; i++) {
+                const PlanCandidate *c = &in->candidates[i];
+                const Policy *p = c->policy;
+                PolicyRuntime *rt = policy_runtime(s, p);
+                bool unisolated = !c->settled && plan_candidate_units(s, in, c, rt, plan, units, changed);
+
+                if (rt->units->len > 0) {
+                        active[n++] = (ActivePolicy) {
+                                .policy = p,
+                                .unit = g_ptr_array_index(rt->units, 0),
+                                .unisolated = unisolated,
+                        };
+                        s->n_active++;
+                        rt->active = true;
+                        rt->pool_grace_until = 0;
+                        if (!c->settled)
+                                g_hash_table_add(s->live_policies, (gpointer) p);
+                        continue;
+                }
+
+                if (rt->active && p->has_pool && in->pool_grace_usec > 0)
+                        rt->pool_grace_until = in->now_usec + in->pool_grace_usec;
+                rt->active = false;
+
+                if (rt->pool_grace_until > in->now_usec) {
+                        active[n++] = (ActivePolicy) { .policy = p, .unit = NULL, .pool_only = true };
+                        g_hash_table_add(s->live_policies, (gpointer) p);
+                        if (plan->next_grace_usec == 0 || rt->pool_grace_until < plan->next_grace_usec)
+                                plan->next_grace_usec = rt->pool_grace_until;
+                } else {
+                        rt->pool_grace_until = 0;
+                        g_hash_table_remove(s->live_policies, p);
+                }
+        }
+        g_array_set_size(plan->active, n);
+
+        /* Before the first unit list nothing is known yet: keep what the last instance recorded. */
+        if (!in->units_known) {
+                g_clear_pointer(&plan->wanted, g_hash_table_unref);
+                return;
+        }
+        plan_seen_units(s, in, plan, changed);
 }
 
 bool plan_unit_change_matters(const PlanState *s, const PlanUnit *before, const PlanUnit *now,
