@@ -182,6 +182,15 @@ bool string_is_digits(const char *s) {
         return true;
 }
 
+int string_table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
 int compare_strings(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
