@@ -5,57 +5,48 @@
 
 #include "util.h"
 
-int parse_u64(const char *s, uint64_t *ret) {
+/* Suffixes as arrays, not pointers: a table of pointers is written by the dynamic loader at start
+ * and costs each thpd process private memory (see KnobInfo in knob.h). */
+typedef struct UnitSuffix {
+        char suffix[4];
+        uint64_t factor;
+} UnitSuffix;
+
+/* A decimal number followed by one of the suffixes in table ("" for none), times its factor.
+ * Signs and blanks are refused, which strtoull() alone would take. */
+static int parse_with_units(const char *s, const UnitSuffix *table, size_t n_table, uint64_t *ret) {
         char *end = NULL;
-        unsigned long long v;
+        unsigned long long n;
 
         if (!s || !isdigit((unsigned char) s[0]))
                 return -EINVAL;
 
         errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno == ERANGE)
-                return -ERANGE;
-        if (errno != 0 || end == s || *end != '\0')
-                return -EINVAL;
-
-        *ret = (uint64_t) v;
-        return 0;
-}
-
-static int parse_number_with_suffix(const char *s, uint64_t *ret_number, const char **ret_suffix) {
-        char *end = NULL;
-        unsigned long long v;
-
-        if (!s || !isdigit((unsigned char) s[0]))
-                return -EINVAL;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
+        n = strtoull(s, &end, 10);
         if (errno == ERANGE)
                 return -ERANGE;
         if (errno != 0 || end == s)
                 return -EINVAL;
 
-        *ret_number = (uint64_t) v;
-        *ret_suffix = end;
-        return 0;
+        for (size_t i = 0; i < n_table; i++)
+                if (streq(end, table[i].suffix)) {
+                        if (n > UINT64_MAX / table[i].factor)
+                                return -ERANGE;
+                        *ret = (uint64_t) n * table[i].factor;
+                        return 0;
+                }
+
+        return -EINVAL;
 }
 
-static int multiply_checked(uint64_t a, uint64_t b, uint64_t *ret) {
-        if (b != 0 && a > UINT64_MAX / b)
-                return -ERANGE;
-        *ret = a * b;
-        return 0;
+int parse_u64(const char *s, uint64_t *ret) {
+        static const UnitSuffix none[] = { { "", 1ULL } };
+
+        return parse_with_units(s, none, ELEMENTSOF(none), ret);
 }
 
 int parse_size(const char *s, uint64_t *ret) {
-        /* Suffixes as arrays, not pointers: a table of pointers is written by the dynamic loader
-         * at start and costs each thpd process private memory (see KnobInfo in knob.h). */
-        static const struct {
-                char suffix[4];
-                uint64_t factor;
-        } table[] = {
+        static const UnitSuffix table[] = {
                 { "",    1ULL },
                 { "B",   1ULL },
                 { "K",   1ULL << 10 }, { "KB",  1ULL << 10 }, { "KiB", 1ULL << 10 }, { "k", 1ULL << 10 }, { "kB", 1ULL << 10 },
@@ -63,26 +54,12 @@ int parse_size(const char *s, uint64_t *ret) {
                 { "G",   1ULL << 30 }, { "GB",  1ULL << 30 }, { "GiB", 1ULL << 30 },
                 { "T",   1ULL << 40 }, { "TB",  1ULL << 40 }, { "TiB", 1ULL << 40 },
         };
-        const char *suffix;
-        uint64_t n;
-        int r;
 
-        r = parse_number_with_suffix(s, &n, &suffix);
-        if (r < 0)
-                return r;
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (streq(suffix, table[i].suffix))
-                        return multiply_checked(n, table[i].factor, ret);
-
-        return -EINVAL;
+        return parse_with_units(s, table, ELEMENTSOF(table), ret);
 }
 
 int parse_duration_usec(const char *s, uint64_t *ret) {
-        static const struct {
-                char suffix[4]; /* an array, not a pointer: see parse_size() */
-                uint64_t usec;
-        } table[] = {
+        static const UnitSuffix table[] = {
                 { "",     1000000ULL },
                 { "us",   1ULL },
                 { "ms",   1000ULL },
@@ -91,19 +68,8 @@ int parse_duration_usec(const char *s, uint64_t *ret) {
                 { "h",    3600000000ULL },
                 { "d",    86400000000ULL },
         };
-        const char *suffix;
-        uint64_t n;
-        int r;
 
-        r = parse_number_with_suffix(s, &n, &suffix);
-        if (r < 0)
-                return r;
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (streq(suffix, table[i].suffix))
-                        return multiply_checked(n, table[i].usec, ret);
-
-        return -EINVAL;
+        return parse_with_units(s, table, ELEMENTSOF(table), ret);
 }
 
 const char *format_page_size(uint64_t kb, char buf[static 24]) {
@@ -180,6 +146,15 @@ bool string_is_digits(const char *s) {
                 if (!isdigit((unsigned char) *s))
                         return false;
         return true;
+}
+
+int string_table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(table[i], s))
+                        return (int) i;
+        return -EINVAL;
 }
 
 int compare_strings(const void *a, const void *b) {

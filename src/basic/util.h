@@ -64,6 +64,28 @@ static inline const char *empty_to_null(const char *s) {
         return s && s[0] ? s : NULL;
 }
 
+/* An enum's names, as systemd's string-table.h keeps them: a table name##_table[] indexed by the
+ * value, and these to define the lookups. name_to_string() gives NULL for a value outside the
+ * table; name_from_string() gives -EINVAL for NULL or a name the table lacks. */
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                                        \
+        const char *name##_to_string(type i) {                                                  \
+                if (i < 0 || i >= (type) ELEMENTSOF(name##_table))                              \
+                        return NULL;                                                            \
+                return name##_table[i];                                                         \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)                                      \
+        type name##_from_string(const char *s) {                                                \
+                return (type) string_table_lookup(name##_table, ELEMENTSOF(name##_table), s);   \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                                  \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                                        \
+        DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)
+
+/* The index of s in table (n entries, NULL ones skipped), or -EINVAL, also for a NULL s. */
+int string_table_lookup(const char *const *table, size_t n, const char *s);
+
 /* The clock in µs (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t now_usec(clockid_t clock);
 

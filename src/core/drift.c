@@ -11,9 +11,7 @@ static const char *const drift_action_table[_DRIFT_ACTION_MAX] = {
         [DRIFT_ACTION_YIELD] = "yielded",
 };
 
-const char *drift_action_to_string(DriftAction a) {
-        return a >= 0 && a < _DRIFT_ACTION_MAX ? drift_action_table[a] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(drift_action, DriftAction);
 
 static void restores_free(gpointer p) {
         g_array_unref(p);

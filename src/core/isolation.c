@@ -20,18 +20,14 @@ IsolationProcess isolation_classify_process(bool thp_enabled, const char *comm, 
         return ISOLATION_PROCESS_ENABLED;
 }
 
-const char *isolation_state_to_string(IsolationState s) {
-        static const char *const names[_ISOLATION_STATE_MAX] = {
-                [ISOLATION_CHECKING] = "checking",
-                [ISOLATION_ISOLATED] = "isolated",
-                [ISOLATION_NOT_ISOLATED] = "not-isolated",
-                [ISOLATION_UNVERIFIED] = "unverified",
-        };
+static const char *const isolation_state_table[_ISOLATION_STATE_MAX] = {
+        [ISOLATION_CHECKING] = "checking",
+        [ISOLATION_ISOLATED] = "isolated",
+        [ISOLATION_NOT_ISOLATED] = "not-isolated",
+        [ISOLATION_UNVERIFIED] = "unverified",
+};
 
-        if (s < 0 || s >= _ISOLATION_STATE_MAX)
-                return NULL;
-        return names[s];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(isolation_state, IsolationState);
 
 Isolation *isolation_free(Isolation *i) {
         if (!i)

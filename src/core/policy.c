@@ -262,24 +262,13 @@ static void unknown_key(PolicyParser *p, const char *key) {
         unknown_at(p, p->line, "unknown key %s= in [%s], ignored%s", key, p->section, hint);
 }
 
-static const char *const scope_names[_POLICY_SCOPE_MAX] = {
+static const char *const policy_scope_table[_POLICY_SCOPE_MAX] = {
         [POLICY_SCOPE_GLOBAL] = "global",
         [POLICY_SCOPE_SERVICE] = "service",
         [POLICY_SCOPE_AUTO] = "auto",
 };
 
-const char *policy_scope_to_string(PolicyScope s) {
-        if (s < 0 || s >= _POLICY_SCOPE_MAX)
-                return NULL;
-        return scope_names[s];
-}
-
-PolicyScope policy_scope_from_string(const char *s) {
-        for (PolicyScope i = 0; i < _POLICY_SCOPE_MAX; i++)
-                if (streq_ptr(s, scope_names[i]))
-                        return i;
-        return _POLICY_SCOPE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(policy_scope, PolicyScope);
 
 static ContinuationTarget handle_policy_key(PolicyParser *p, const char *key, const char *value) {
         if (streq(key, "Description")) {

@@ -2,23 +2,19 @@
 #include "pool-plan.h"
 #include "util.h"
 
-const char *pool_action_to_string(PoolAction a) {
-        static const char *const names[_POOL_ACTION_MAX] = {
-                [POOL_ACTION_MISSING] = "missing",
-                [POOL_ACTION_UNREADABLE] = "unreadable",
-                [POOL_ACTION_FOLLOW] = "follow",
-                [POOL_ACTION_ADOPT] = "adopt",
-                [POOL_ACTION_OWN] = "own",
-                [POOL_ACTION_YIELD] = "yield",
-                [POOL_ACTION_GRACE] = "grace",
-                [POOL_ACTION_KEEP] = "keep",
-                [POOL_ACTION_RESIZE] = "resize",
-        };
+static const char *const pool_action_table[_POOL_ACTION_MAX] = {
+        [POOL_ACTION_MISSING] = "missing",
+        [POOL_ACTION_UNREADABLE] = "unreadable",
+        [POOL_ACTION_FOLLOW] = "follow",
+        [POOL_ACTION_ADOPT] = "adopt",
+        [POOL_ACTION_OWN] = "own",
+        [POOL_ACTION_YIELD] = "yield",
+        [POOL_ACTION_GRACE] = "grace",
+        [POOL_ACTION_KEEP] = "keep",
+        [POOL_ACTION_RESIZE] = "resize",
+};
 
-        if (a < 0 || a >= _POOL_ACTION_MAX)
-                return NULL;
-        return names[a];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(pool_action, PoolAction);
 
 static uint64_t add_saturating(uint64_t a, uint64_t b) {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;

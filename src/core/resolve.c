@@ -2,19 +2,15 @@
 #include "resolve.h"
 #include "util.h"
 
-const char *source_kind_to_string(SourceKind k) {
-        static const char *const names[_SOURCE_KIND_MAX] = {
-                [SOURCE_NONE] = "none",
-                [SOURCE_BASELINE] = "baseline",
-                [SOURCE_POLICY] = "policy",
-                [SOURCE_MITIGATION] = "mitigation",
-                [SOURCE_OVERRIDE] = "override",
-        };
+static const char *const source_kind_table[_SOURCE_KIND_MAX] = {
+        [SOURCE_NONE] = "none",
+        [SOURCE_BASELINE] = "baseline",
+        [SOURCE_POLICY] = "policy",
+        [SOURCE_MITIGATION] = "mitigation",
+        [SOURCE_OVERRIDE] = "override",
+};
 
-        if (k < 0 || k >= _SOURCE_KIND_MAX)
-                return NULL;
-        return names[k];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(source_kind, SourceKind);
 
 /* Offers one vote; the stricter value wins and ties keep the earlier voter, so results do not
  * depend on anything but the (lexically ordered) policy list. */

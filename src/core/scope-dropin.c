@@ -2,17 +2,13 @@
 #include "scope-dropin.h"
 #include "util.h"
 
-const char *scope_via_to_string(ScopeVia v) {
-        static const char *const names[_SCOPE_VIA_MAX] = {
-                [SCOPE_VIA_NONE] = "none",
-                [SCOPE_VIA_HELPER] = "thpd-exec",
-                [SCOPE_VIA_MEMORY_THP] = "MemoryTHP",
-        };
+static const char *const scope_via_table[_SCOPE_VIA_MAX] = {
+        [SCOPE_VIA_NONE] = "none",
+        [SCOPE_VIA_HELPER] = "thpd-exec",
+        [SCOPE_VIA_MEMORY_THP] = "MemoryTHP",
+};
 
-        if (v < 0 || v >= _SCOPE_VIA_MAX)
-                return NULL;
-        return names[v];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(scope_via, ScopeVia);
 
 static const char *memory_thp_value(const ScopeDropinRequest *req, const char *mode) {
         if (streq(mode, "never"))

@@ -23,38 +23,9 @@ static const char *const storm_action_table[_STORM_ACTION_MAX] = {
         [STORM_ACTION_MITIGATE] = "mitigate",
 };
 
-static int lookup(const char *const *table, int n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (int i = 0; i < n; i++)
-                if (streq(table[i], s))
-                        return i;
-        return -EINVAL;
-}
-
-const char *storm_kind_to_string(StormKind k) {
-        return k >= 0 && k < _STORM_KIND_MAX ? storm_kind_table[k] : NULL;
-}
-
-StormKind storm_kind_from_string(const char *s) {
-        return (StormKind) lookup(storm_kind_table, _STORM_KIND_MAX, s);
-}
-
-const char *storm_phase_to_string(StormPhase p) {
-        return p >= 0 && p < _STORM_PHASE_MAX ? storm_phase_table[p] : NULL;
-}
-
-StormPhase storm_phase_from_string(const char *s) {
-        return (StormPhase) lookup(storm_phase_table, _STORM_PHASE_MAX, s);
-}
-
-const char *storm_action_to_string(StormAction a) {
-        return a >= 0 && a < _STORM_ACTION_MAX ? storm_action_table[a] : NULL;
-}
-
-StormAction storm_action_from_string(const char *s) {
-        return (StormAction) lookup(storm_action_table, _STORM_ACTION_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(storm_kind, StormKind);
+DEFINE_STRING_TABLE_LOOKUP(storm_phase, StormPhase);
+DEFINE_STRING_TABLE_LOOKUP(storm_action, StormAction);
 
 void storm_config_init_defaults(StormConfig *cfg) {
         *cfg = (StormConfig) {

@@ -52,13 +52,15 @@ static int parse_stat_lines(const char *content, const char *const *names, uint6
         return 0;
 }
 
-int usage_parse_memory_stat_v2(const char *content, UnitUsage *ret) {
-        static const char *const names[] = { "anon_thp", "shmem_thp" };
+/* Both cgroup versions' memory.stat: anon names the anonymous THP field, which must be there;
+ * shmem the shmem THP field, NULL where the version has none (v1), unknown where it is absent. */
+static int parse_memory_stat(const char *content, const char *anon, const char *shmem, UsageSource source, UnitUsage *ret) {
+        const char *const names[] = { anon, shmem };
         uint64_t values[2] = {};
         bool found[2] = {};
         int r;
 
-        r = parse_stat_lines(content, names, values, found, ELEMENTSOF(names));
+        r = parse_stat_lines(content, names, values, found, shmem ? 2 : 1);
         if (r < 0)
                 return r;
         if (!found[0])
@@ -66,28 +68,17 @@ int usage_parse_memory_stat_v2(const char *content, UnitUsage *ret) {
         *ret = (UnitUsage) {
                 .anon_thp_bytes = values[0],
                 .shmem_thp_bytes = found[1] ? values[1] : USAGE_UNKNOWN,
-                .source = USAGE_SOURCE_CGROUP_V2,
+                .source = source,
         };
         return 0;
 }
 
-int usage_parse_memory_stat_v1(const char *content, UnitUsage *ret) {
-        static const char *const names[] = { "total_rss_huge" };
-        uint64_t values[1] = {};
-        bool found[1] = {};
-        int r;
+int usage_parse_memory_stat_v2(const char *content, UnitUsage *ret) {
+        return parse_memory_stat(content, "anon_thp", "shmem_thp", USAGE_SOURCE_CGROUP_V2, ret);
+}
 
-        r = parse_stat_lines(content, names, values, found, ELEMENTSOF(names));
-        if (r < 0)
-                return r;
-        if (!found[0])
-                return -ENODATA;
-        *ret = (UnitUsage) {
-                .anon_thp_bytes = values[0],
-                .shmem_thp_bytes = USAGE_UNKNOWN,
-                .source = USAGE_SOURCE_CGROUP_V1,
-        };
-        return 0;
+int usage_parse_memory_stat_v1(const char *content, UnitUsage *ret) {
+        return parse_memory_stat(content, "total_rss_huge", NULL, USAGE_SOURCE_CGROUP_V1, ret);
 }
 
 /* "AnonHugePages:    262144 kB" -> bytes. */

@@ -334,9 +334,6 @@ static void judge(Manager *m, bool everything, bool act) {
         DriftCause cause = {
                 .ended = ended_unit ? &ended : NULL,
                 .write_usec = w->write_usec,
-                .process_known = w->process_known,
-                .process_unit = w->process_unit,
-                .process_outside_units = w->process_outside_units,
         };
         uint64_t since = w->write_usec;
         Look l = { .events = events, .written_realtime = w->write_realtime_usec };

@@ -34,14 +34,6 @@ struct StormWatcher {
         bool read_failed;              /* logged once until a sample succeeds again */
 };
 
-static sd_event_source *event_source_disable_unref(sd_event_source *s) {
-        if (s) {
-                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                sd_event_source_unref(s);
-        }
-        return NULL;
-}
-
 static char *format_usec(uint64_t usec) {
         if (usec < STORM_USEC_PER_SEC)
                 return g_strdup_printf("%" PRIu64 "ms", usec / 1000);
@@ -387,7 +379,7 @@ static int fall_back_to_polling(StormWatcher *w, const char *why) {
                    "for the kernel to signal memory pressure.",
                    w->procfs_root, why, interval);
 
-        w->psi_source = event_source_disable_unref(w->psi_source);
+        w->psi_source = sd_event_source_disable_unref(w->psi_source);
         if (w->sampling)
                 return 0; /* the run in progress will idle on the poll timer */
 
@@ -472,7 +464,7 @@ static int setup_psi_trigger(StormWatcher *w) {
                 return r;
         r = sd_event_source_set_io_fd_own(w->psi_source, true);
         if (r < 0) {
-                w->psi_source = event_source_disable_unref(w->psi_source);
+                w->psi_source = sd_event_source_disable_unref(w->psi_source);
                 return r;
         }
         TAKE_FD(fd);
@@ -539,8 +531,8 @@ StormWatcher *storm_watcher_free(StormWatcher *w) {
         if (!w)
                 return NULL;
 
-        event_source_disable_unref(w->psi_source);
-        event_source_disable_unref(w->timer_source);
+        sd_event_source_disable_unref(w->psi_source);
+        sd_event_source_disable_unref(w->timer_source);
         sd_event_unref(w->event);
         procfs_kthreads_done(&w->kthreads);
         g_free(w->procfs_root);

@@ -17,6 +17,15 @@ int procfs_read_file(const char *procfs_root, const char *relpath, char **ret) {
         return read_small_file(path, ret);
 }
 
+int procfs_read_pid_file(const char *procfs_root, pid_t pid, const char *file, char **ret) {
+        g_autofree char *relpath = NULL;
+
+        if (pid <= 0)
+                return -EINVAL;
+        relpath = g_strdup_printf("%d/%s", (int) pid, file);
+        return procfs_read_file(procfs_root, relpath, ret);
+}
+
 int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
         _cleanup_free_ char *content = NULL;
         int r;
@@ -43,16 +52,11 @@ int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure
 }
 
 int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
-        g_autofree char *relpath = NULL;
         _cleanup_free_ char *content = NULL;
         ProcStat s;
         int r;
 
-        if (pid <= 0)
-                return -EINVAL;
-
-        relpath = g_strdup_printf("%d/stat", (int) pid);
-        r = procfs_read_file(procfs_root, relpath, &content);
+        r = procfs_read_pid_file(procfs_root, pid, "stat", &content);
         if (r < 0)
                 return r;
         r = procfs_parse_pid_stat(content, &s);
@@ -68,14 +72,10 @@ int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret) {
 
 
 int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret) {
-        g_autofree char *relpath = NULL;
         _cleanup_free_ char *content = NULL;
         int r;
 
-        if (pid <= 0)
-                return -EINVAL;
-        relpath = g_strdup_printf("%d/status", (int) pid);
-        r = procfs_read_file(procfs_root, relpath, &content);
+        r = procfs_read_pid_file(procfs_root, pid, "status", &content);
         if (r < 0)
                 return r;
         return procfs_parse_thp_status(content, ret);

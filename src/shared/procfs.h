@@ -15,6 +15,8 @@
 /* The whole content of a virtual file (st_size 0) below root, NUL-terminated; free with free().
  * Also for cgroup files, which are read the same way. */
 int procfs_read_file(const char *root, const char *relpath, char **ret);
+/* The same for file in /proc/<pid>/; -EINVAL for a pid no process can have. */
+int procfs_read_pid_file(const char *procfs_root, pid_t pid, const char *file, char **ret);
 
 int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
 /* resource: "memory", "cpu" or "io". -ENOENT when the kernel has no PSI (or psi=0). */

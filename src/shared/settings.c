@@ -69,6 +69,8 @@ static char *settings_reader(char *str, int num, void *stream) {
         return str;
 }
 
+/* As storm_config_set(): -ENOENT for a key the section lacks, -EINVAL for a value it cannot take;
+ * handler() reports both. */
 static int daemon_setting(ParseState *s, const char *key, const char *value) {
         Settings *c = s->settings;
         uint64_t n;
@@ -77,31 +79,27 @@ static int daemon_setting(ParseState *s, const char *key, const char *value) {
         if (streq(key, "RestoreOnExit")) {
                 r = parse_boolean(value);
                 if (r < 0)
-                        goto invalid;
+                        return -EINVAL;
                 c->restore_on_exit = r;
         } else if (streq(key, "PoolGracePeriod")) {
                 if (parse_duration_usec(value, &n) < 0)
-                        goto invalid;
+                        return -EINVAL;
                 c->pool_grace_usec = n;
         } else if (streq(key, "AwaitTimeout")) {
                 if (parse_duration_usec(value, &n) < 0 || n == 0)
-                        goto invalid;
+                        return -EINVAL;
                 c->await_timeout_usec = n;
         } else if (streq(key, "PoolAllocRetries")) {
                 if (parse_u64(value, &n) < 0 || n > SETTINGS_MAX_POOL_ALLOC_RETRIES)
-                        goto invalid;
+                        return -EINVAL;
                 c->pool_alloc_retries = (unsigned) n;
         } else if (streq(key, "LogLevel")) {
                 r = log_level_from_string(value);
                 if (r < 0)
-                        goto invalid;
+                        return -EINVAL;
                 c->log_level = r;
         } else
                 return -ENOENT;
-        return 0;
-
-invalid:
-        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line, "invalid value for %s=: \"%s\"", key, value);
         return 0;
 }
 
@@ -142,25 +140,22 @@ static int metrics_setting(ParseState *s, const char *key, const char *value) {
         return 0;
 }
 
+/* Returns as daemon_setting(). */
 static int drift_setting(ParseState *s, const char *key, const char *value) {
         DriftSettings *d = &s->settings->drift;
         uint64_t n;
 
         if (streq(key, "MaxRestores")) {
                 if (parse_u64(value, &n) < 0 || n > SETTINGS_MAX_DRIFT_RESTORES)
-                        goto invalid;
+                        return -EINVAL;
                 d->max_restores = (unsigned) n;
         } else if (streq(key, "RestoreWindowSec")) {
                 /* 0 would let any writer win at once whatever MaxRestores= says: not a window. */
                 if (parse_duration_usec(value, &n) < 0 || n == 0)
-                        goto invalid;
+                        return -EINVAL;
                 d->restore_window_usec = n;
         } else
                 return -ENOENT;
-        return 0;
-
-invalid:
-        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line, "invalid value for %s=: \"%s\"", key, value);
         return 0;
 }
 
@@ -185,15 +180,13 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 s->settings->storm_watch = r;
                 } else
                         r = storm_config_set(&s->settings->storm, key, value);
-                if (r == -EINVAL || r == -ERANGE) {
-                        diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
-                                        "invalid value for %s=: \"%s\"%s", key, value,
-                                        r == -ERANGE ? " (out of range)" : "");
-                        r = 0;
-                }
         }
 
-        if (r == -ENOENT)
+        if (r == -EINVAL || r == -ERANGE)
+                diagnostics_add(s->diag, DIAGNOSTIC_ERROR, s->path, s->line,
+                                "invalid value for %s=: \"%s\"%s", key, value,
+                                r == -ERANGE ? " (out of range)" : "");
+        else if (r == -ENOENT)
                 diagnostics_add(s->diag, DIAGNOSTIC_WARNING, s->path, s->line,
                                 "unknown setting [%s] %s=, ignored", section, key);
         return 1;

@@ -40,12 +40,11 @@ static int read_v2(const char *cgroupfs_root, const char *cgroup, UnitUsage *ret
  * of them. */
 static int read_v1(const char *cgroupfs_root, const char *procfs_root, const char *cgroup, pid_t pid,
                    UnitUsage *ret) {
-        g_autofree char *relpath = NULL, *pid_cgroup = NULL, *pid_path = NULL;
+        g_autofree char *relpath = NULL, *pid_cgroup = NULL;
         _cleanup_free_ char *content = NULL;
         int r;
 
-        pid_path = g_strdup_printf("%d/cgroup", (int) pid);
-        r = procfs_read_file(procfs_root, pid_path, &content);
+        r = procfs_read_pid_file(procfs_root, pid, "cgroup", &content);
         if (r < 0)
                 return r;
         r = usage_parse_pid_cgroup(content, "memory", &pid_cgroup);
@@ -73,12 +72,11 @@ static int read_smaps(const char *procfs_root, const UsageProcess *processes, si
         UnitUsage sum = { .source = USAGE_SOURCE_SMAPS };
 
         for (size_t i = 0; i < n; i++) {
-                g_autofree char *relpath = g_strdup_printf("%d/smaps_rollup", (int) processes[i].pid);
                 _cleanup_free_ char *content = NULL;
                 uint64_t anon, shmem;
                 int r;
 
-                r = procfs_read_file(procfs_root, relpath, &content);
+                r = procfs_read_pid_file(procfs_root, processes[i].pid, "smaps_rollup", &content);
                 if ((r == -ENOENT || r == -ESRCH) && process_gone(processes[i].pid))
                         continue;
                 if (r == -ENOENT)

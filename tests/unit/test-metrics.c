@@ -427,6 +427,30 @@ START_TEST(test_settings_drift) {
 }
 END_TEST
 
+/* [Daemon]: each bad value is an error on its line, worded as every section words it, and keeps
+ * the default; an unknown key is only a warning. */
+START_TEST(test_settings_daemon) {
+        Diagnostics diag;
+        Settings s;
+
+        ck_assert_int_eq(load_settings_text("[Daemon]\nRestoreOnExit=maybe\nPoolGracePeriod=5x\nAwaitTimeout=0\n"
+                                            "PoolAllocRetries=101\nLogLevel=loud\nRestoreOnExitt=no\n", &s, &diag), 0);
+        ck_assert(s.restore_on_exit);
+        ck_assert_uint_eq(s.pool_grace_usec, SETTINGS_DEFAULT_POOL_GRACE_USEC);
+        ck_assert_uint_eq(s.await_timeout_usec, SETTINGS_DEFAULT_AWAIT_TIMEOUT_USEC);
+        ck_assert_uint_eq(s.pool_alloc_retries, SETTINGS_DEFAULT_POOL_ALLOC_RETRIES);
+        ck_assert_int_eq(s.log_level, -1);
+        ck_assert_uint_eq(diag.n_errors, 5);
+        ck_assert_uint_eq(diag.n_warnings, 1);
+        g_autofree char *retries = diagnostic_format(g_ptr_array_index(diag.items, 3));
+        ck_assert_msg(strstr(retries, ":5: ") && strstr(retries, "invalid value for PoolAllocRetries=: \"101\""), "%s", retries);
+        g_autofree char *unknown = diagnostic_format(g_ptr_array_index(diag.items, 5));
+        ck_assert_msg(strstr(unknown, ":7: ") && strstr(unknown, "unknown setting [Daemon] RestoreOnExitt="), "%s", unknown);
+        settings_done(&s);
+        diagnostics_clear(&diag);
+}
+END_TEST
+
 /* Not a check: how long one rendering of the full sample takes, for the record. */
 START_TEST(test_render_time) {
         struct timespec a, b;
@@ -474,6 +498,7 @@ int main(int argc, char *argv[]) {
         tcase_add_test(tc, test_settings_textfile_path);
         tcase_add_test(tc, test_settings_storm_watch);
         tcase_add_test(tc, test_settings_drift);
+        tcase_add_test(tc, test_settings_daemon);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

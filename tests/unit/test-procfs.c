@@ -256,6 +256,16 @@ START_TEST(test_readers) {
                 test_write_file(root, "38/stat", other);
                 ck_assert_int_eq(procfs_read_pid_stat(root, 38, &s), -EBADMSG);
         }
+        /* /proc/<pid>/ by number, never "0/" or "-1/". */
+        {
+                _cleanup_free_ char *content = NULL;
+
+                ck_assert_int_eq(procfs_read_pid_file(root, 37, "stat", &content), 0);
+                ck_assert_ptr_nonnull(strstr(content, "(kcompactd1)"));
+                test_write_file(root, "0/stat", content);
+                ck_assert_int_eq(procfs_read_pid_stat(root, 0, &s), -EINVAL);
+                ck_assert_int_eq(procfs_read_pid_file(root, -1, "stat", &content), -EINVAL);
+        }
 
         /* A file far larger than any procfs file we read is refused, not slurped. */
         {

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "test-util.h"
+#include "util.h"
+
+typedef enum Fruit {
+        FRUIT_APPLE,
+        FRUIT_PEAR,
+        FRUIT_PLUM,
+        _FRUIT_MAX,
+        _FRUIT_INVALID = -EINVAL,
+} Fruit;
+
+/* A hole, as a table gets when a value has no name yet: from_string() must step over it. */
+static const char *const fruit_table[_FRUIT_MAX] = {
+        [FRUIT_APPLE] = "apple",
+        [FRUIT_PLUM] = "plum",
+};
+
+/* What a header would declare; -Wmissing-prototypes wants them. */
+const char *fruit_to_string(Fruit f);
+Fruit fruit_from_string(const char *s);
+
+DEFINE_STRING_TABLE_LOOKUP(fruit, Fruit);
+
+START_TEST(test_string_table) {
+        ck_assert_str_eq(fruit_to_string(FRUIT_APPLE), "apple");
+        ck_assert_str_eq(fruit_to_string(FRUIT_PLUM), "plum");
+        ck_assert_ptr_null(fruit_to_string(FRUIT_PEAR));
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_MAX));
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_INVALID));
+        ck_assert_ptr_null(fruit_to_string((Fruit) -1));
+
+        ck_assert_int_eq(fruit_from_string("apple"), FRUIT_APPLE);
+        ck_assert_int_eq(fruit_from_string("plum"), FRUIT_PLUM);
+        ck_assert_int_eq(fruit_from_string("pear"), -EINVAL);
+        ck_assert_int_eq(fruit_from_string("Apple"), -EINVAL);
+        ck_assert_int_eq(fruit_from_string(""), -EINVAL);
+        ck_assert_int_eq(fruit_from_string(NULL), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_parse_u64) {
+        uint64_t v = 7;
+
+        ck_assert_int_eq(parse_u64("0", &v), 0);
+        ck_assert_uint_eq(v, 0);
+        ck_assert_int_eq(parse_u64("18446744073709551615", &v), 0);
+        ck_assert_uint_eq(v, UINT64_MAX);
+
+        /* Refused, and v is left as it was. */
+        v = 7;
+        ck_assert_int_eq(parse_u64("18446744073709551616", &v), -ERANGE);
+        ck_assert_int_eq(parse_u64("", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64(NULL, &v), -EINVAL);
+        ck_assert_int_eq(parse_u64("+1", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64("-1", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64("0x10", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64("1k", &v), -EINVAL);
+        ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+START_TEST(test_parse_size) {
+        uint64_t v = 7;
+
+        ck_assert_int_eq(parse_size("4096", &v), 0);
+        ck_assert_uint_eq(v, 4096);
+        ck_assert_int_eq(parse_size("4096B", &v), 0);
+        ck_assert_uint_eq(v, 4096);
+        ck_assert_int_eq(parse_size("2048kB", &v), 0);
+        ck_assert_uint_eq(v, 2ULL << 20);
+        ck_assert_int_eq(parse_size("1KiB", &v), 0);
+        ck_assert_uint_eq(v, 1024);
+        ck_assert_int_eq(parse_size("1GB", &v), 0);
+        ck_assert_uint_eq(v, 1ULL << 30);
+        ck_assert_int_eq(parse_size("16777215T", &v), 0);
+        ck_assert_uint_eq(v, 16777215ULL << 40);
+        ck_assert_int_eq(parse_size("18446744073709551615B", &v), 0);
+        ck_assert_uint_eq(v, UINT64_MAX);
+
+        v = 7;
+        ck_assert_int_eq(parse_size("16777216T", &v), -ERANGE);
+        ck_assert_int_eq(parse_size("18446744073709551615K", &v), -ERANGE);
+        ck_assert_int_eq(parse_size("1g", &v), -EINVAL);
+        ck_assert_int_eq(parse_size("1 G", &v), -EINVAL);
+        ck_assert_int_eq(parse_size("1GiBB", &v), -EINVAL);
+        ck_assert_int_eq(parse_size("1s", &v), -EINVAL);
+        ck_assert_int_eq(parse_size("G", &v), -EINVAL);
+        ck_assert_int_eq(parse_size("", &v), -EINVAL);
+        ck_assert_int_eq(parse_size(NULL, &v), -EINVAL);
+        ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+START_TEST(test_parse_duration_usec) {
+        uint64_t v = 7;
+
+        ck_assert_int_eq(parse_duration_usec("30", &v), 0);
+        ck_assert_uint_eq(v, 30 * USEC_PER_SEC);
+        ck_assert_int_eq(parse_duration_usec("30sec", &v), 0);
+        ck_assert_uint_eq(v, 30 * USEC_PER_SEC);
+        ck_assert_int_eq(parse_duration_usec("250us", &v), 0);
+        ck_assert_uint_eq(v, 250);
+        ck_assert_int_eq(parse_duration_usec("100ms", &v), 0);
+        ck_assert_uint_eq(v, 100 * USEC_PER_MSEC);
+        ck_assert_int_eq(parse_duration_usec("1m", &v), 0);
+        ck_assert_uint_eq(v, 60 * USEC_PER_SEC);
+        ck_assert_int_eq(parse_duration_usec("2h", &v), 0);
+        ck_assert_uint_eq(v, 7200 * USEC_PER_SEC);
+        ck_assert_int_eq(parse_duration_usec("213503982d", &v), 0);
+        ck_assert_uint_eq(v, 213503982ULL * 86400 * USEC_PER_SEC);
+
+        v = 7;
+        ck_assert_int_eq(parse_duration_usec("213503983d", &v), -ERANGE);
+        ck_assert_int_eq(parse_duration_usec("18446744073709551616us", &v), -ERANGE);
+        ck_assert_int_eq(parse_duration_usec("5mins", &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec("1.5s", &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec("1M", &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec("s", &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec(NULL, &v), -EINVAL);
+        ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("basic-util");
+        TCase *tc = tcase_create("string-table"), *parse = tcase_create("parse");
+
+        tcase_add_test(tc, test_string_table);
+        suite_add_tcase(s, tc);
+        tcase_add_test(parse, test_parse_u64);
+        tcase_add_test(parse, test_parse_size);
+        tcase_add_test(parse, test_parse_duration_usec);
+        suite_add_tcase(s, parse);
+        return test_run_suite(s);
+}
