@@ -21,18 +21,11 @@ static int on_apply_event(sd_event_source *s, void *userdata) {
 void manager_queue_apply(Manager *m) {
         int r;
 
-        if (!m->apply_event) {
-                r = sd_event_add_defer(m->event, &m->apply_event, on_apply_event, m);
-                if (r >= 0)
-                        r = sd_event_source_set_priority(m->apply_event, SD_EVENT_PRIORITY_IDLE);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot queue an apply, applying at once: %m");
-                        m->apply_event = sd_event_source_disable_unref(m->apply_event);
-                        manager_apply(m);
-                        return;
-                }
+        r = manager_defer_once(m, &m->apply_event, SD_EVENT_PRIORITY_IDLE, on_apply_event);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot queue an apply, applying at once: %m");
+                manager_apply(m);
         }
-        (void) sd_event_source_set_enabled(m->apply_event, SD_EVENT_ONESHOT);
 }
 
 /* A burst of applies leaves freed heap fragments glibc keeps; give them back once it is over,

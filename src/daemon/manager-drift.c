@@ -469,21 +469,13 @@ static int on_look(sd_event_source *s, void *userdata) {
 #define DRIFT_LOOK_PRIORITY (SD_EVENT_PRIORITY_IDLE - 1)
 
 static void queue_look(Manager *m) {
-        DriftWatch *w = m->drift_watch;
         int r;
 
-        if (!w->look) {
-                r = sd_event_add_defer(m->event, &w->look, on_look, m);
-                if (r >= 0)
-                        r = sd_event_source_set_priority(w->look, DRIFT_LOOK_PRIORITY);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot queue a look at the knobs, looking at once: %m");
-                        w->look = sd_event_source_disable_unref(w->look);
-                        look(m, false, true);
-                        return;
-                }
+        r = manager_defer_once(m, &m->drift_watch->look, DRIFT_LOOK_PRIORITY, on_look);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot queue a look at the knobs, looking at once: %m");
+                look(m, false, true);
         }
-        (void) sd_event_source_set_enabled(w->look, SD_EVENT_ONESHOT);
 }
 
 /* Before the bus messages and the job signals that come with them: the time of a write must be

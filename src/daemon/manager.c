@@ -127,6 +127,21 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+int manager_defer_once(Manager *m, sd_event_source **source, int64_t priority, sd_event_handler_t handler) {
+        int r;
+
+        if (!*source) {
+                r = sd_event_add_defer(m->event, source, handler, m);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(*source, priority);
+                if (r < 0) {
+                        *source = sd_event_source_disable_unref(*source);
+                        return r;
+                }
+        }
+        return sd_event_source_set_enabled(*source, SD_EVENT_ONESHOT);
+}
+
 void manager_add_listener(Manager *m, const ManagerListener *listener, void *userdata) {
         ManagerListenerEntry e = { .listener = listener, .userdata = userdata };
 

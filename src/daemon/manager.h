@@ -153,6 +153,10 @@ typedef struct ManagerListenerEntry {
 
 /* Adds a listener; userdata is its own state, handed to each of its callbacks and released by
  * its free callback. */
+/* Runs handler (with m) once, at priority, after the events already pending: *source is made
+ * on first use and then re-armed. On failure the caller does the work at once (a source that
+ * could not be made is left NULL). */
+int manager_defer_once(Manager *m, sd_event_source **source, int64_t priority, sd_event_handler_t handler);
 void manager_add_listener(Manager *m, const ManagerListener *listener, void *userdata);
 
 /* The one way to reach the listeners, in the order they were added. */
