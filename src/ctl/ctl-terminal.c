@@ -63,23 +63,18 @@ static bool locale_is_utf8(void) {
 }
 
 const char *ctl_glyph(CtlGlyph g) {
-        static const char *const utf8[_CTL_GLYPH_MAX] = {
-                [CTL_GLYPH_BULLET] = "●",
-                [CTL_GLYPH_DASH] = "—",
-                [CTL_GLYPH_ARROW] = "→",
-                [CTL_GLYPH_ELLIPSIS] = "…",
-        };
-        static const char *const ascii[_CTL_GLYPH_MAX] = {
-                [CTL_GLYPH_BULLET] = "*",
-                [CTL_GLYPH_DASH] = "-",
-                [CTL_GLYPH_ARROW] = "->",
-                [CTL_GLYPH_ELLIPSIS] = "...",
+        /* Each glyph beside what a terminal without UTF-8 gets instead. */
+        static const char *const glyphs[_CTL_GLYPH_MAX][2] = {
+                [CTL_GLYPH_BULLET]   = { "●", "*" },
+                [CTL_GLYPH_DASH]     = { "—", "-" },
+                [CTL_GLYPH_ARROW]    = { "→", "->" },
+                [CTL_GLYPH_ELLIPSIS] = { "…", "..." },
         };
         static int cached = -1;
 
         if (cached < 0)
                 cached = locale_is_utf8();
-        return cached ? utf8[g] : ascii[g];
+        return glyphs[g][cached ? 0 : 1];
 }
 
 const char *ctl_color(CtlColor c) {
