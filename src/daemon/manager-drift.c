@@ -321,6 +321,74 @@ static void clear_process(DriftWatch *w) {
         g_clear_pointer(&w->process_text, g_free);
 }
 
+/* The held knobs the watch says were written (or all, everything): each that changed from what
+ * thpd applied is judged; one that cannot be read is marked in unreadable. */
+static void judge_knobs(Manager *m, Look *l, bool everything, bool unreadable[_KNOB_MAX]) {
+        FOREACH_KNOB(k) {
+                KnobValue found;
+                char a[24], b[24];
+
+                if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE ||
+                    !item_wanted(m->drift_watch, everything, false, k, 0, 0))
+                        continue;
+                /* A knob that cannot be read (a write half done, truncated) is looked at again at
+                 * the write's next event, or is the next apply's error to report: it stays marked
+                 * as written, so that the apply reads it. */
+                if (manager_read_knob(m, k, &found) < 0) {
+                        unreadable[k] = true;
+                        continue;
+                }
+                if (found == m->applied[k])
+                        continue;
+                found_changed(m, l, knob_name(k), knob_held(m, k), g_strdup(knob_value_to_string(k, m->applied[k], a)),
+                              g_strdup(knob_value_to_string(k, found, b)));
+                m->applied[k] = found;
+        }
+}
+
+/* The pools as the last apply left them. One that a policy sizes (or thpd moved from its
+ * baseline) is held; any other follows whoever sized it, as the apply does. */
+static void judge_pools(Manager *m, Look *l, bool everything) {
+        for (guint i = 0; i < m->pools->len; i++) {
+                PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+                const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
+                const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
+                g_autofree char *item = NULL;
+                uint64_t nr;
+                bool held;
+
+                if (!b || !item_wanted(m->drift_watch, everything, true, 0, p->page_size_kb, p->node) ||
+                    pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
+                    nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
+                        continue;
+                held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
+                item = manager_pool_item(p->page_size_kb, p->node);
+                found_changed(m, l, item, held, g_strdup_printf("%" PRIu64, p->allocated), g_strdup_printf("%" PRIu64, nr));
+                p->allocated = nr;
+        }
+}
+
+/* Each change judged goes into the drift history; a restore waits for the apply, timed from
+ * since, the first write seen. */
+static void record_events(Manager *m, GArray *events, uint64_t since) {
+        for (guint i = 0; i < events->len; i++) {
+                const DriftEvent *e = &g_array_index(events, DriftEvent, i);
+                DriftEvent copy = *e;
+
+                if (e->action == DRIFT_ACTION_RESTORE) {
+                        PendingRestore r = { g_strdup(e->item), g_strdup(e->expected), since };
+
+                        g_array_append_val(m->drift_watch->pending, r);
+                }
+                copy.item = g_strdup(e->item);
+                copy.expected = g_strdup(e->expected);
+                copy.found = g_strdup(e->found);
+                copy.writer = g_strdup(e->writer);
+                copy.writer_detail = g_strdup(e->writer_detail);
+                drift_record(&m->drift, &copy);
+        }
+}
+
 /* Reads the items (those written, or everything) and judges those that changed since the last
  * apply. The value found is the value in force from now on, for the properties too. act: apply
  * at once (a write seen, a job end); otherwise (a status call) only queue the apply, so that the
@@ -367,46 +435,8 @@ static void judge(Manager *m, bool everything, bool act) {
         if (since == 0)
                 since = l.now;
 
-        FOREACH_KNOB(k) {
-                KnobValue found;
-                char a[24], b[24];
-
-                if (!m->present[k] || m->applied[k] == KNOB_VALUE_UNSET || m->target.source[k].kind == SOURCE_NONE ||
-                    !item_wanted(w, everything, false, k, 0, 0))
-                        continue;
-                /* A knob that cannot be read (a write half done, truncated) is looked at again at
-                 * the write's next event, or is the next apply's error to report: it stays marked
-                 * as written, so that the apply reads it. */
-                if (manager_read_knob(m, k, &found) < 0) {
-                        unreadable[k] = true;
-                        continue;
-                }
-                if (found == m->applied[k])
-                        continue;
-                found_changed(m, &l, knob_name(k), knob_held(m, k), g_strdup(knob_value_to_string(k, m->applied[k], a)),
-                              g_strdup(knob_value_to_string(k, found, b)));
-                m->applied[k] = found;
-        }
-
-        /* The pools as the last apply left them. One that a policy sizes (or thpd moved from its
-         * baseline) is held; any other follows whoever sized it, as the apply does. */
-        for (guint i = 0; i < m->pools->len; i++) {
-                PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
-                const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
-                const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
-                g_autofree char *item = NULL;
-                uint64_t nr;
-                bool held;
-
-                if (!b || !item_wanted(w, everything, true, 0, p->page_size_kb, p->node) ||
-                    pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
-                    nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
-                        continue;
-                held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
-                item = manager_pool_item(p->page_size_kb, p->node);
-                found_changed(m, &l, item, held, g_strdup_printf("%" PRIu64, p->allocated), g_strdup_printf("%" PRIu64, nr));
-                p->allocated = nr;
-        }
+        judge_knobs(m, &l, everything, unreadable);
+        judge_pools(m, &l, everything);
 
         if (events->len == 0)
                 goto done;
@@ -417,22 +447,7 @@ static void judge(Manager *m, bool everything, bool act) {
          * running is asked about when it ends. */
         if (l.writer && l.credit != DRIFT_CREDIT_JOB_RUNNING)
                 query_writer(m, l.writer);
-        for (guint i = 0; i < events->len; i++) {
-                const DriftEvent *e = &g_array_index(events, DriftEvent, i);
-                DriftEvent copy = *e;
-
-                if (e->action == DRIFT_ACTION_RESTORE) {
-                        PendingRestore r = { g_strdup(e->item), g_strdup(e->expected), since };
-
-                        g_array_append_val(w->pending, r);
-                }
-                copy.item = g_strdup(e->item);
-                copy.expected = g_strdup(e->expected);
-                copy.found = g_strdup(e->found);
-                copy.writer = g_strdup(e->writer);
-                copy.writer_detail = g_strdup(e->writer_detail);
-                drift_record(&m->drift, &copy);
-        }
+        record_events(m, events, since);
         publish_drift(m, (const DriftEvent *) events->data, events->len);
         /* The plan restores what is held, adopts what is not and leaves the yielded alone. */
         if (act)
