@@ -27,8 +27,10 @@ void pool_plan_step(const PoolTarget *t, const PoolObservation *o, PoolStep *ret
                 .baseline = o->baseline,
         };
 
-        if (!o->present || (!o->has_baseline && !o->readable)) {
-                /* A global pool has its baseline from the start; a per-node one needs a read. */
+        if (!o->has_baseline && (t->node == POOL_NODE_ANY || !o->readable)) {
+                /* Every global pool this kernel has got its baseline when thpd started: one
+                 * without is a page size it lacks. A per-node one gets its baseline at first
+                 * use, and is missing only if it cannot be read either. */
                 step.action = POOL_ACTION_MISSING;
                 step.target = t->pages;
         } else if (!o->readable)

@@ -25,7 +25,6 @@ const char *pool_action_to_string(PoolAction a);
 typedef struct PoolObservation {
         bool has_baseline;      /* a baseline is recorded for it */
         uint64_t baseline;
-        bool present;           /* its files exist */
         bool readable;          /* current was read */
         uint64_t current;       /* nr_hugepages now */
         bool owned;             /* thpd resized it since it was last the admin's */

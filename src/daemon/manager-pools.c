@@ -62,8 +62,6 @@ static void observe_pool(Manager *m, const PoolTarget *t, const PoolBaseline *b,
         *ret = (PoolObservation) {
                 .has_baseline = b != NULL,
                 .baseline = b ? b->pages : 0,
-                /* A global pool without a baseline: this kernel lacks the page size. */
-                .present = b != NULL || t->node != POOL_NODE_ANY,
                 .readable = r >= 0,
                 .current = r >= 0 ? state.nr : 0,
                 .owned = b && m->pool_owned[bi],
