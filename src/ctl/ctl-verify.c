@@ -160,7 +160,9 @@ static CtlTable *checked_table(GArray *checked, bool by_name, const Diagnostics 
                 g_autofree char **shadowed = g_new0(char *, c->shadowed->len + 1);
                 g_autoptr(CtlJson) diagnostics = ctl_json_new();
 
-                memcpy(shadowed, c->shadowed->pdata, c->shadowed->len * sizeof(char *));
+                /* Copied one by one: an empty GPtrArray has no pdata to copy from. */
+                for (guint j = 0; j < c->shadowed->len; j++)
+                        shadowed[j] = g_ptr_array_index(c->shadowed, j);
                 ctl_json_begin_array(diagnostics, NULL);
                 for (guint k = 0; k < diag->items->len; k++) {
                         const Diagnostic *d = g_ptr_array_index(diag->items, k);
