@@ -310,7 +310,7 @@ static void ask_processes(UnitTracker *t, TrackedUnit *u) {
         r = call_async(t, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", on_processes_reply, c, unit_call_free,
                        "s", u->name);
         if (r < 0) {
-                log_debug("%s: cannot ask for its processes, taking it as exited: %m", u->name);
+                log_debug_errno(r, "%s: cannot ask for its processes, taking it as exited: %m", u->name);
                 return;
         }
         t->processes_pending++;
