@@ -157,8 +157,7 @@ static const Cell *cell_at(const CtlTable *t, size_t row, size_t column) {
         return &g_array_index(t->cells, Cell, row * t->columns->len + column);
 }
 
-/* The text of the cell at row and column; JSON-only values have none. */
-static char *cell_text(const CtlTable *t, size_t row, size_t column) {
+char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column) {
         const Cell *c = cell_at(t, row, column);
 
         if (c->type == CELL_STRING && c->string)
@@ -168,10 +167,6 @@ static char *cell_text(const CtlTable *t, size_t row, size_t column) {
         if (c->type == CELL_TIME)
                 return g_strdup_printf("%" PRIu64, c->number);
         return g_strdup(g_array_index(t->columns, Column, column).empty ?: t->empty);
-}
-
-char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column) {
-        return cell_text(t, row, column);
 }
 
 /* The shown columns, as indices; owned by the caller. */
@@ -232,7 +227,7 @@ static void print_table(const CtlTable *t, CtlOutput *out, bool header, const ch
                 char **row = g_new0(char *, n + 1);
 
                 for (size_t i = 0; i < n; i++) {
-                        row[i] = cell_text(t, r, g_array_index(shown, size_t, i));
+                        row[i] = ctl_table_cell_text(t, r, g_array_index(shown, size_t, i));
                         widths[i] = MAX(widths[i], ctl_visible_width(row[i]));
                 }
                 g_ptr_array_add(texts, row);
@@ -286,7 +281,7 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
         g_auto(GStrv) ids = g_new0(char *, rows + 1);
 
         for (size_t r = 0; r < rows; r++)
-                ids[r] = cell_text(t, r, id);
+                ids[r] = ctl_table_cell_text(t, r, id);
         if (list) {
                 g_autofree char *joined = g_strjoinv(" ", ids);
 
@@ -309,7 +304,7 @@ void ctl_table_print_keyed(const CtlTable *t, CtlOutput *out, const char *name, 
                         if (c->keys)
                                 continue;
                         key = g_strdup_printf("%s.%s.%s", name, ids[r], header);
-                        text = cell_text(t, r, i);
+                        text = ctl_table_cell_text(t, r, i);
                         print_keyed_line(out, key, text, value_only);
                 }
 }
@@ -325,7 +320,7 @@ void ctl_table_print_lines(const CtlTable *t, CtlOutput *out, const char *name, 
                 g_autofree char *line = NULL;
 
                 for (guint i = 0; i < shown->len; i++)
-                        texts[i] = cell_text(t, r, g_array_index(shown, size_t, i));
+                        texts[i] = ctl_table_cell_text(t, r, g_array_index(shown, size_t, i));
                 line = g_strjoinv(" ", texts);
                 print_keyed_line(out, name, line, value_only);
         }

@@ -61,7 +61,8 @@ void ctl_table_add_json(CtlTable *t, const CtlJson *value);
 void ctl_table_set_color(CtlTable *t, CtlColor color);
 
 size_t ctl_table_rows(const CtlTable *t);
-/* What text shows of a cell, without colour: for a caller that puts it in a sentence of its own. */
+/* What text shows of a cell, without colour (a JSON-only value shows the empty text): for the
+ * printers, and for a caller that puts it in a sentence of its own. */
 char *ctl_table_cell_text(const CtlTable *t, size_t row, size_t column);
 
 /* The shown columns separated by two blanks, each padded to its widest cell or title (the last

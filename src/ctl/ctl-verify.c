@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
 #include <limits.h>
-#include <string.h>
 
 #include "ctl-json.h"
 #include "ctl-properties.h"
