@@ -73,6 +73,7 @@ class FakeKernel:
         self.shape = CALM
         self.onset = None
         self._last = None
+        self._longest_gap = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -99,7 +100,16 @@ class FakeKernel:
             self.shape = shape
             self._write()
             self.onset = self._last
+            self._longest_gap = 0.0
         return self.onset
+
+    def staleness(self):
+        """The longest a file has gone unrewritten since the last set_shape(), up to now. A rate
+        thpd reads is off by at most this much of its window at each end: the real kernel
+        computes its files as they are read, this thread only every TICK, later when the
+        machine is loaded."""
+        with self._lock:
+            return max(self._longest_gap, time.monotonic() - self._last)
 
     def _run(self):
         while not self._stop.wait(self.TICK):
@@ -111,6 +121,7 @@ class FakeKernel:
         now = time.monotonic()
         dt = now - self._last
         self._last = now
+        self._longest_gap = max(self._longest_gap, dt)
         for name, rate in self.shape.rates.items():
             self.counters[name] += rate * dt
         self.psi_some_usec += self.shape.psi_some * dt * 1e6
