@@ -191,7 +191,7 @@ class DirectCompactionTest(StormTestCase):
         self.wait_storm_state('suspect', timeout=3)
         self.fake.set_shape(CALM)
         # The spike lasted at most two hot windows of the six StormAfter= asks for.
-        self.wait_storm_state('calm', timeout=3)
+        self.wait_storm_state('calm')
         self.assertEqual(self.monitor.named('StormDetected'), [])
         self.assertEqual(self.storms()['direct-compaction'][0], 'calm')
         daemon.stop()
@@ -268,7 +268,7 @@ class MitigationTest(StormTestCase):
         self.assertEqual(self.kernel.read_knob('defrag'), 'defer', 'mitigation lifted before HoldDown=')
 
         self.wait_knobs(defrag='madvise')
-        lifted = self.monitor.wait_for('Applied', timeout=1, changes=[
+        lifted = self.monitor.wait_for('Applied', changes=[
             {'knob': 'defrag', 'old': 'defer', 'new': 'madvise', 'reason': 'baseline, no policy votes'}])
         self.assertGreaterEqual(lifted['received'] - applied['received'], 3.9, 'HoldDown=4s not kept')
         self.assertLess(lifted['received'] - calm_at, 6)
@@ -338,7 +338,7 @@ class KernelThreadTest(StormTestCase):
         daemon.wait_log(r'khugepaged storm detected: khugepaged at \d+% of a CPU')
 
         # The storm outlasts EscalateAfter=: step 3.
-        self.wait_knobs(enabled='madvise', timeout=4)
+        self.wait_knobs(enabled='madvise')
         daemon.wait_log(r'Storm mitigation at step 3 of 3\.')
 
         self.fake.set_shape(CALM)

@@ -573,7 +573,7 @@ class ScratchKernel:
     def _read_settled(path):
         """A kernel attribute is never empty; a plain file is, between thpd's O_TRUNC and its
         write. Reads again until the write has landed."""
-        return wait_until(lambda: Path(path).read_text(), timeout=1.0, message=f'{path} to hold a value')
+        return wait_until(lambda: Path(path).read_text(), message=f'{path} to hold a value')
 
     def read_knob(self, name):
         """The current word or number, brackets or not."""
