@@ -104,9 +104,9 @@ class FakeKernel:
         return self.onset
 
     def staleness(self):
-        """The longest a file has gone unrewritten since the last set_shape(), up to now. A rate
-        thpd reads is off by at most this much of its window at each end: the real kernel
-        computes its files as they are read, this thread only every TICK, later when the
+        """How far behind the clock the files have been at most since the last set_shape(), up to
+        now. A rate thpd reads is off by at most this much of its window at each end: the real
+        kernel computes its files as they are read, this thread only every TICK, later when the
         machine is loaded."""
         with self._lock:
             return max(self._longest_gap, time.monotonic() - self._last)
@@ -114,14 +114,16 @@ class FakeKernel:
     def _run(self):
         while not self._stop.wait(self.TICK):
             with self._lock:
+                counted_to = self._last
                 self._advance()
                 self._write()
+                # Until this write landed, the files showed the counters as of counted_to.
+                self._longest_gap = max(self._longest_gap, time.monotonic() - counted_to)
 
     def _advance(self):
         now = time.monotonic()
         dt = now - self._last
         self._last = now
-        self._longest_gap = max(self._longest_gap, dt)
         for name, rate in self.shape.rates.items():
             self.counters[name] += rate * dt
         self.psi_some_usec += self.shape.psi_some * dt * 1e6
