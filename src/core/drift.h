@@ -149,8 +149,8 @@ const DriftConflict *drift_conflict(const DriftState *s, const char *item);
 void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);
-/* What the systemd manager says of a writer in conflict after one of its jobs ended: running, or
- * not, and whether its last run reached active. Seen running, then not: it stopped, and its
+/* What the systemd manager says of a writer in conflict, asked after one of its jobs ended or
+ * told as its state changed: running, or not, and whether its last run reached active. Seen running, then not: it stopped, and its
  * conflicts and restore counts go. Not running, but its last run reached active: it ran and
  * stopped before the answer to an earlier look came, the same. A oneshot that writes and exits
  * never reaches active. Returns whether a conflict went, which the daemon answers with an

@@ -221,8 +221,11 @@ static void on_writer_state(const char *unit, int r, const char *active_state, b
                 return;
         }
         /* Not "activating": a oneshot writer is seen at its write while it runs its job, and
-         * it has not stopped when it exits: its conflict lasts until a reload. */
+         * it has not stopped when it exits: its conflict lasts until a reload. Nor
+         * "deactivating": a writer may write once more as it stops, as TuneD does. */
         running = streq(active_state, "active") || streq(active_state, "reloading");
+        if (!running && !streq(active_state, "inactive") && !streq(active_state, "failed"))
+                return;
         if (running)
                 log_debug("%s runs: its conflict ends when it stops.", unit);
         if (!drift_writer_state(&m->drift, unit, running, reached_active))
@@ -230,6 +233,14 @@ static void on_writer_state(const char *unit, int r, const char *active_state, b
         log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
         publish_drift(m, NULL, 0);
         manager_apply(m);
+}
+
+/* Followed from its signals too: a writer stopped before the answer to a query came may be
+ * unloaded by then, and the manager no longer knows that its run reached active. */
+static bool is_writer_in_conflict(const char *unit, void *userdata) {
+        Manager *m = userdata;
+
+        return drift_has_writer(&m->drift, unit);
 }
 
 /* A conflict lasts until its writer stops: ask only about writers in conflict. */
@@ -781,6 +792,7 @@ int manager_drift_start(Manager *m) {
         if (m->units) {
                 unit_tracker_set_job_new(m->units, on_job_new);
                 unit_tracker_set_job_ended(m->units, on_job_ended);
+                unit_tracker_set_run_watch(m->units, is_writer_in_conflict, on_writer_state);
         }
         r = sd_bus_match_signal_async(m->bus, &w->tuned_slot, TUNED_BUS_NAME, TUNED_BUS_PATH, TUNED_BUS_INTERFACE,
                                       "profile_changed", on_tuned_profile_changed, NULL, m);

@@ -20,6 +20,8 @@ struct UnitTracker {
         UnitsChanged changed;
         UnitJobEnded job_ended;
         UnitJobNew job_new;
+        UnitRunWatched run_watched;
+        UnitActiveState run_changed;
         void *userdata;
 
         GHashTable *units;       /* name -> TrackedUnit* */
@@ -392,24 +394,82 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         return 0;
 }
 
+/* The Unit interface's ActiveState and the two timestamps that tell whether the last run reached
+ * active, out of GetAll's answer. */
+static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active) {
+        const char *state = NULL;
+        uint64_t active_enter = 0, inactive_exit = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key;
+
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                if (streq(key, "ActiveState"))
+                        r = sd_bus_message_read(m, "v", "s", &state);
+                else if (streq(key, "ActiveEnterTimestampMonotonic"))
+                        r = sd_bus_message_read(m, "v", "t", &active_enter);
+                else if (streq(key, "InactiveExitTimestampMonotonic"))
+                        r = sd_bus_message_read(m, "v", "t", &inactive_exit);
+                else
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!state)
+                return -EBADMSG;
+        *ret_state = state;
+        *ret_reached_active = active_enter > 0 && active_enter >= inactive_exit;
+        return 0;
+}
+
+/* A watched unit's signal, read whole for its timestamps; then the message is rewound for the
+ * tracker's own reading. */
+static void report_run(UnitTracker *t, sd_bus_message *m, const char *name) {
+        const char *state;
+        bool reached_active;
+
+        if (read_run_state(m, &state, &reached_active) >= 0)
+                t->run_changed(name, 0, state, reached_active, t->userdata);
+        (void) sd_bus_message_rewind(m, true);
+        (void) sd_bus_message_skip(m, "s");
+}
+
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitTracker *t = userdata;
         const char *path = sd_bus_message_get_path(m), *interface, *key, *value;
         const char *active_state = NULL, *sub_state = NULL;
         _cleanup_free_ char *name = NULL;
-        bool was_exited;
+        bool was_exited, watched;
         TrackedUnit *u;
 
         /* The object path is the escaped unit name, so a unit we have not met yet (one that
          * became active without a job, or after a re-enumeration) is recognised too. Decided
          * before the body is read: most units' signals are of no interest. */
         u = path ? g_hash_table_lookup(t->by_path, path) : NULL;
-        if (!u && (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0 ||
-                   !t->filter(name, t->userdata)))
+        if (!u && (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0))
+                return 0;
+        watched = t->run_watched && t->run_watched(u ? u->name : name, t->userdata);
+        if (!u && !watched && !t->filter(name, t->userdata))
                 return 0;
 
         if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT))
                 return 0;
+        if (watched) {
+                report_run(t, m, u ? u->name : name);
+                if (!u && !t->filter(name, t->userdata))
+                        return 0;
+        }
         if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
                 return 0;
         /* Skipping a variant is costly and a unit's signal carries some twenty: stop reading
@@ -636,6 +696,11 @@ void unit_tracker_set_job_new(UnitTracker *t, UnitJobNew job_new) {
         t->job_new = job_new;
 }
 
+void unit_tracker_set_run_watch(UnitTracker *t, UnitRunWatched watched, UnitActiveState changed) {
+        t->run_watched = watched;
+        t->run_changed = changed;
+}
+
 typedef struct ActiveStateQuery {
         char *unit;
         UnitActiveState callback;
@@ -647,45 +712,6 @@ static void active_state_query_free(void *p) {
 
         g_free(q->unit);
         g_free(q);
-}
-
-/* The Unit interface's ActiveState and the two timestamps that tell whether the last run reached
- * active, out of GetAll's answer. */
-static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active) {
-        const char *state = NULL;
-        uint64_t active_enter = 0, inactive_exit = 0;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key;
-
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        return r;
-                if (streq(key, "ActiveState"))
-                        r = sd_bus_message_read(m, "v", "s", &state);
-                else if (streq(key, "ActiveEnterTimestampMonotonic"))
-                        r = sd_bus_message_read(m, "v", "t", &active_enter);
-                else if (streq(key, "InactiveExitTimestampMonotonic"))
-                        r = sd_bus_message_read(m, "v", "t", &inactive_exit);
-                else
-                        r = sd_bus_message_skip(m, "v");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        if (!state)
-                return -EBADMSG;
-        *ret_state = state;
-        *ret_reached_active = active_enter > 0 && active_enter >= inactive_exit;
-        return 0;
 }
 
 static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {

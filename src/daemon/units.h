@@ -56,12 +56,18 @@ typedef void (*UnitJobNew)(UnitTracker *t, const char *unit, uint32_t id, void *
  * its last run reached "active" (it entered active after it last left inactive); NULL and false
  * with r < 0 when it could not be read. */
 typedef void (*UnitActiveState)(const char *unit, int r, const char *active_state, bool reached_active, void *userdata);
+/* Which units' state changes are reported as they come, tracked or not. */
+typedef bool (*UnitRunWatched)(const char *unit, void *userdata);
 
 int unit_tracker_new(sd_bus *bus, sd_event *event, UnitFilter filter, UnitsChanged changed,
                      void *userdata, UnitTracker **ret);
 UnitTracker *unit_tracker_free(UnitTracker *t);
 void unit_tracker_set_job_ended(UnitTracker *t, UnitJobEnded job_ended);
 void unit_tracker_set_job_new(UnitTracker *t, UnitJobNew job_new);
+/* Every PropertiesChanged of a unit that watched picks is told to changed, with the facts a
+ * query gives. Signals keep their order, so a run that began and ended before a query was answered is
+ * still seen, which a query of a unit the manager has since unloaded cannot tell. */
+void unit_tracker_set_run_watch(UnitTracker *t, UnitRunWatched watched, UnitActiveState changed);
 
 /* Asks the systemd manager for a unit's ActiveState and timestamps, of any unit, tracked or not; answers
  * through callback, once (a unit it no longer has is "inactive"). */

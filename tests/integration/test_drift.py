@@ -254,6 +254,27 @@ class DriftTest(ThpdTestCase):
         self.wait_knobs(enabled='madvise')
         self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
 
+    def test_3b_writer_that_exits_by_itself(self):
+        """A writer in conflict that stops with no job, its main process exiting: no job end
+        prompts a question, and once stopped it is unloaded, so only its signals tell thpd
+        that it ran and stopped."""
+        self.write_drift_config(max_restores=0)
+        daemon = self.start_with_app()
+        done = self.tmp / 'writer-done'
+        # It writes in ExecStartPre=, while its start job runs, which names it; then it runs.
+        write = f'{self.WRITER_DELAY}echo never > {self.kernel.knob_path("enabled")}'
+        self.start_unit('thpd-test-daemon.service', '/bin/sh', '-c', f'while [ ! -e {done} ]; do sleep 0.05; done',
+                        properties=(f'ExecStartPre=/bin/sh -c "{write}"',))
+        daemon.wait_log(r'thpd-test-daemon\.service keeps setting enabled=never: thpd no longer restores it',
+                        timeout=DEADLINE)
+        self.assert_knobs(enabled='never')
+
+        done.touch()
+        daemon.wait_log(r'thpd-test-daemon\.service stopped; thpd restores', timeout=DEADLINE)
+        self.wait_knobs(enabled='madvise')
+        self.assertEqual(self.stack.unit_state('thpd-test-daemon.service'), 'inactive')
+        self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+
     def test_4_free_knob_adopted(self):
         """defrag, which no policy holds, set by a oneshot unit: the new baseline, writer named."""
         daemon = self.start_with_app()
