@@ -395,7 +395,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
 }
 
 /* The Unit interface's ActiveState and the two timestamps that tell whether the last run reached
- * active, out of GetAll's answer. */
+ * active, out of GetAll's answer or a PropertiesChanged signal (which carries them all). */
 static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active) {
         const char *state = NULL;
         uint64_t active_enter = 0, inactive_exit = 0;
