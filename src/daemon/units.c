@@ -394,11 +394,13 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         return 0;
 }
 
-/* The Unit interface's ActiveState and the two timestamps that tell whether the last run reached
- * active, out of GetAll's answer or a PropertiesChanged signal (which carries them all). */
-static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active) {
-        const char *state = NULL;
+/* The Unit interface's ActiveState, the two timestamps that tell whether the last run reached
+ * active, and the id of the unit's job (0: none), out of GetAll's answer or a PropertiesChanged
+ * signal (which carries them all). */
+static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_reached_active, uint32_t *ret_job) {
+        const char *state = NULL, *job_path;
         uint64_t active_enter = 0, inactive_exit = 0;
+        uint32_t job = 0;
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -416,6 +418,8 @@ static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_r
                         r = sd_bus_message_read(m, "v", "t", &active_enter);
                 else if (streq(key, "InactiveExitTimestampMonotonic"))
                         r = sd_bus_message_read(m, "v", "t", &inactive_exit);
+                else if (streq(key, "Job"))
+                        r = sd_bus_message_read(m, "v", "(uo)", &job, &job_path);
                 else
                         r = sd_bus_message_skip(m, "v");
                 if (r < 0)
@@ -430,16 +434,19 @@ static int read_run_state(sd_bus_message *m, const char **ret_state, bool *ret_r
                 return -EBADMSG;
         *ret_state = state;
         *ret_reached_active = active_enter > 0 && active_enter >= inactive_exit;
+        *ret_job = job;
         return 0;
 }
 
 /* A watched unit's signal, read whole for its timestamps; then the message is rewound for the
- * tracker's own reading. */
+ * tracker's own reading. A state passed through while a job runs is not reported: a restart
+ * goes through "inactive" and runs on, and its job's end is asked about anyway. */
 static void report_run(UnitTracker *t, sd_bus_message *m, const char *name) {
         const char *state;
         bool reached_active;
+        uint32_t job;
 
-        if (read_run_state(m, &state, &reached_active) >= 0)
+        if (read_run_state(m, &state, &reached_active, &job) >= 0 && job == 0)
                 t->run_changed(name, 0, state, reached_active, t->userdata);
         (void) sd_bus_message_rewind(m, true);
         (void) sd_bus_message_skip(m, "s");
@@ -718,11 +725,12 @@ static int on_active_state_reply(sd_bus_message *m, void *userdata, sd_bus_error
         ActiveStateQuery *q = userdata;
         const char *state = NULL;
         bool reached_active = false;
+        uint32_t job;
         int r;
 
         r = -sd_bus_message_get_errno(m);
         if (r >= 0)
-                r = read_run_state(m, &state, &reached_active);
+                r = read_run_state(m, &state, &reached_active, &job);
         q->callback(q->unit, r < 0 ? r : 0, r < 0 ? NULL : state, r >= 0 && reached_active, q->userdata);
         return 0;
 }

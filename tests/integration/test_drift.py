@@ -255,9 +255,9 @@ class DriftTest(ThpdTestCase):
         self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
 
     def test_3b_writer_that_exits_by_itself(self):
-        """A writer in conflict that stops with no job, its main process exiting: no job end
-        prompts a question, and once stopped it is unloaded, so only its signals tell thpd
-        that it ran and stopped."""
+        """A writer in conflict that restarts keeps it; one that stops with no job, its main
+        process exiting, ends it: no job end prompts a question, and once stopped it is
+        unloaded, so only its signals tell thpd that it ran and stopped."""
         self.write_drift_config(max_restores=0)
         daemon = self.start_with_app()
         done = self.tmp / 'writer-done'
@@ -267,6 +267,14 @@ class DriftTest(ThpdTestCase):
                         properties=(f'ExecStartPre=/bin/sh -c "{write}"',))
         daemon.wait_log(r'thpd-test-daemon\.service keeps setting enabled=never: thpd no longer restores it',
                         timeout=DEADLINE)
+        self.assert_knobs(enabled='never')
+
+        # A restart passes through "inactive" with its job still queued: the writer runs on.
+        # systemd sent every signal of the restart before systemctl returned, so thpd has read
+        # them before it answers the status call.
+        self.stack.run('systemctl', '--user', 'restart', 'thpd-test-daemon.service')
+        self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assertEqual(self.count(daemon, r'thpd-test-daemon\.service stopped'), 0)
         self.assert_knobs(enabled='never')
 
         done.touch()
