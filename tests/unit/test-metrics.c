@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "metrics.h"
 #include "policy.h"
@@ -451,23 +450,6 @@ START_TEST(test_settings_daemon) {
 }
 END_TEST
 
-/* Not a check: how long one rendering of the full sample takes, for the record. */
-START_TEST(test_render_time) {
-        struct timespec a, b;
-        const unsigned n = 10000;
-        Sample s;
-
-        sample_input(&s);
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        for (unsigned i = 0; i < n; i++)
-                g_free(metrics_format(&s.in));
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        fprintf(stderr, "metrics_format: %.1f µs per rendering of the sample\n",
-                ((double) (b.tv_sec - a.tv_sec) * 1e9 + (double) (b.tv_nsec - a.tv_nsec)) / n / 1000.0);
-        sample_done(&s);
-}
-END_TEST
-
 int main(int argc, char *argv[]) {
         Suite *s;
         TCase *tc;
@@ -490,7 +472,6 @@ int main(int argc, char *argv[]) {
         tcase_add_test(tc, test_label_escaping);
         tcase_add_test(tc, test_minimal_input);
         tcase_add_test(tc, test_text_follows_state);
-        tcase_add_test(tc, test_render_time);
         tcase_add_test(tc, test_drift_metrics);
         suite_add_tcase(s, tc);
         tc = tcase_create("files");
