@@ -11,7 +11,6 @@
 
 #include "runtime-file.h"
 #include "sysfs.h"
-#include "unit-record.h"
 #include "test-util.h"
 #include "util.h"
 
@@ -454,29 +453,6 @@ START_TEST(test_small_file_limits) {
 }
 END_TEST
 
-/* The unit record is read with its own limit: 5,000 running units of policies make a snapshot
- * well past SMALL_FILE_MAX, and a restarted thpd still reads it whole, appended lines too. */
-START_TEST(test_unit_record_past_small_file) {
-        g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
-        g_autoptr(GHashTable) hints = g_hash_table_new(g_str_hash, g_str_equal);
-        g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        g_autoptr(GHashTable) restart = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        g_autofree char *text = NULL;
-
-        for (unsigned i = 0; i < 5000; i++)
-                g_ptr_array_add(units, g_strdup_printf("postgresql@%05u-main.service", i));
-        text = unit_record_format(units, hints);
-        ck_assert_uint_gt(strlen(text), SMALL_FILE_MAX);
-        ck_assert_int_eq(runtime_file_write(root, UNIT_RECORD_FILE, text), 0);
-        ck_assert_int_eq(runtime_file_append(root, UNIT_RECORD_FILE, "started late.service\n"), 0);
-
-        ck_assert_int_eq(unit_record_load(root, started, restart), 0);
-        ck_assert_uint_eq(g_hash_table_size(started), 5001);
-        ck_assert(g_hash_table_contains(started, "postgresql@04999-main.service"));
-        ck_assert(g_hash_table_contains(started, "late.service"));
-}
-END_TEST
-
 START_TEST(test_probe_partial_tree) {
         bool present[_KNOB_MAX];
         bool expected[_KNOB_MAX] = {
@@ -783,7 +759,6 @@ int main(int argc, char *argv[]) {
                 tcase_add_test(tc, test_knob_path);
                 tcase_add_test(tc, test_read_kinds);
                 tcase_add_test(tc, test_write_read_back);
-                tcase_add_test(tc, test_unit_record_past_small_file);
                 tcase_add_test(tc, test_write_rejects_invalid_value);
                 tcase_add_test(tc, test_missing_stays_missing);
                 tcase_add_test(tc, test_garbage);
