@@ -4,8 +4,10 @@
 
 The generator is run as systemd runs it (thpd-generator NORMAL EARLY LATE), with the unit
 search path and the policy directories moved by THPD_UNIT_PATH and THPD_POLICY_PATH; the
-drop-ins it writes are compared line by line. thpd-exec runs real commands and they report what
-the kernel says about them.
+drop-ins it writes are compared line by line. The manager it asks whether it has MemoryTHP= is
+a script the test writes (THPD_SYSTEMD_BINARY), so that both kinds of drop-in are checked
+whatever systemd this machine has. thpd-exec runs real commands and they report what the
+kernel says about them.
 
 Usage: test-generator.py THPD_GENERATOR THPD_EXEC
 """
@@ -22,12 +24,22 @@ GENERATOR = sys.argv.pop(1) if __name__ == '__main__' else os.environ['THPD_GENE
 EXEC = sys.argv.pop(1) if __name__ == '__main__' else os.environ['THPD_EXEC_BIN']
 HELPER = '/usr/lib/thpd/thpd-exec'
 DROPIN = 'zz-thpd-scope.conf'
+PR_SET_THP_DISABLE = 41
 PR_GET_THP_DISABLE = 42
+PR_THP_DISABLE_EXCEPT_ADVISED = 1 << 1
 
 
 def policy(units, enabled, scope='service', extra=''):
     return (f'[Policy]\nUnits={units}\nScope={scope}\n'
             f'[TransparentHugePages]\nEnabled={enabled}\n{extra}')
+
+
+def kernel_has_thp_except_advised():
+    """Whether this kernel takes the flag (Linux 6.18), asked in a child of our own: the setting
+    stays on the process that makes it."""
+    code = (f'import ctypes, sys; '
+            f'sys.exit(ctypes.CDLL(None).prctl({PR_SET_THP_DISABLE}, 1, {PR_THP_DISABLE_EXCEPT_ADVISED}, 0, 0) != 0)')
+    return subprocess.run([sys.executable, '-c', code], check=False).returncode == 0
 
 
 class GeneratorTest(unittest.TestCase):
@@ -41,6 +53,20 @@ class GeneratorTest(unittest.TestCase):
         for d in (self.etc, self.lib, self.policies):
             d.mkdir(mode=0o755)
         self.out = self.tmp / 'out'
+        self.old_manager = self.fake_manager('old-systemd', memory_thp=False)
+
+    def fake_manager(self, name, memory_thp, status=0):
+        """A stand-in for the systemd binary: answers --dump-configuration-items as systemd does,
+        a few [Service] settings, one a line, with MemoryTHP= among them or not; exits with status."""
+        keys = ['ExecStart=PATH [ARGUMENT [...]]', 'MemoryAccounting=BOOLEAN', 'MemoryMax=LIMIT']
+        if memory_thp:
+            keys.append('MemoryTHP=STRING')
+        dump = '\n'.join(['[Unit]', 'Description=STRING', '[Service]', *keys])
+        script = (f'#!/bin/sh\n[ "$*" = --dump-configuration-items ] || exit 2\n'
+                  f"printf '%s\\n' '{dump}'\nexit {status}\n")
+        path = self.write(self.tmp, name, script)
+        path.chmod(0o755)
+        return path
 
     def write(self, base, relpath, text):
         path = base / relpath
@@ -49,10 +75,13 @@ class GeneratorTest(unittest.TestCase):
         path.chmod(0o644)
         return path
 
-    def run_generator(self, *args, expect=0):
+    def run_generator(self, *args, expect=0, manager=None):
+        """Runs it asking manager (by default one without MemoryTHP=) what it knows."""
         env = dict(os.environ, THPD_UNIT_PATH=f'{self.etc}:{self.lib}', THPD_POLICY_PATH=str(self.policies),
-                   THPD_TRUSTED_UID=str(os.getuid()), THPD_EXEC_HELPER=HELPER)
-        env.pop('SYSTEMD_SCOPE', None)
+                   THPD_TRUSTED_UID=str(os.getuid()), THPD_EXEC_HELPER=HELPER,
+                   THPD_SYSTEMD_BINARY=str(manager or self.old_manager))
+        for name in ('SYSTEMD_SCOPE', 'THPD_MEMORY_THP'):
+            env.pop(name, None)
         argv = [GENERATOR, *(args or (str(self.out), str(self.tmp / 'early'), str(self.tmp / 'late')))]
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
         self.assertEqual(proc.returncode, expect, proc.stderr)
@@ -123,6 +152,35 @@ class GeneratorTest(unittest.TestCase):
         self.assertIsNone(self.dropin('masked.service'))
         self.assertIsNone(self.dropin('missing.service'))
         self.assertIn('cannot isolate bare.service: it has no ExecStart=', proc.stderr)
+
+    def test_manager_with_memory_thp(self):
+        self.write(self.lib, 'redis-server.service',
+                   '[Service]\nExecStart=/usr/bin/redis-server /etc/redis/redis.conf\nNoExecPaths=/\n')
+        self.write(self.lib, 'oracle.service', '[Service]\nExecStart=/opt/oracle/bin/dbstart\n')
+        # MemoryTHP= needs no command to wrap: a unit without ExecStart= is isolated too.
+        self.write(self.lib, 'bare.service', '[Service]\nType=oneshot\nExecStartPost=/bin/true\n')
+        self.write(self.policies, 'redis.conf', policy('redis-server.service bare.service', 'never', scope='auto'))
+        self.write(self.policies, 'oracle.conf', policy('oracle.service', 'madvise'))
+
+        proc = self.run_generator(manager=self.fake_manager('new-systemd', memory_thp=True))
+        self.assertEqual(self.exec_lines('redis-server.service'), ['[Service]', 'MemoryTHP=disable'])
+        self.assertEqual(self.exec_lines('bare.service'), ['[Service]', 'MemoryTHP=disable'])
+        self.assertNotIn('no ExecStart=', proc.stderr)
+        # madvise where the kernel takes PR_THP_DISABLE_EXCEPT_ADVISED, else the stricter disable.
+        advised = kernel_has_thp_except_advised()
+        self.assertEqual(self.exec_lines('oracle.service'),
+                         ['[Service]', 'MemoryTHP=madvise' if advised else 'MemoryTHP=disable'])
+        self.assertEqual('no PR_THP_DISABLE_EXCEPT_ADVISED' in self.dropin('oracle.service'), not advised)
+
+    def test_manager_that_cannot_tell(self):
+        """A manager that fails, or is not there, gets the helper, which works with every one."""
+        self.write(self.lib, 'a.service', '[Service]\nExecStart=/bin/a\n')
+        self.write(self.policies, 'a.conf', policy('a.service', 'never'))
+        wrapped = ['[Service]', 'ExecStart=', f'ExecStart={HELPER} --thp=never -- /bin/a']
+        for manager in (self.fake_manager('failing-systemd', memory_thp=True, status=1), self.tmp / 'no-systemd'):
+            with self.subTest(manager=manager.name):
+                self.run_generator(manager=manager)
+                self.assertEqual(self.exec_lines('a.service'), wrapped)
 
     def test_untrusted_policy_is_ignored(self):
         self.write(self.lib, 'a.service', '[Service]\nExecStart=/bin/a\n')

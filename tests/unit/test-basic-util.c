@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <glib.h>
+#include <string.h>
+
 #include "test-util.h"
 #include "util.h"
 
@@ -56,6 +59,8 @@ START_TEST(test_parse_u64) {
         ck_assert_int_eq(parse_u64("-1", &v), -EINVAL);
         ck_assert_int_eq(parse_u64("0x10", &v), -EINVAL);
         ck_assert_int_eq(parse_u64("1k", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64(" 1", &v), -EINVAL);
+        ck_assert_int_eq(parse_u64("1 ", &v), -EINVAL);
         ck_assert_uint_eq(v, 7);
 }
 END_TEST
@@ -73,6 +78,10 @@ START_TEST(test_parse_size) {
         ck_assert_uint_eq(v, 1024);
         ck_assert_int_eq(parse_size("1GB", &v), 0);
         ck_assert_uint_eq(v, 1ULL << 30);
+        ck_assert_int_eq(parse_size("8G", &v), 0);
+        ck_assert_uint_eq(v, 8ULL << 30);
+        ck_assert_int_eq(parse_size("2M", &v), 0);
+        ck_assert_uint_eq(v, 2ULL << 20);
         ck_assert_int_eq(parse_size("16777215T", &v), 0);
         ck_assert_uint_eq(v, 16777215ULL << 40);
         ck_assert_int_eq(parse_size("18446744073709551615B", &v), 0);
@@ -81,6 +90,9 @@ START_TEST(test_parse_size) {
         v = 7;
         ck_assert_int_eq(parse_size("16777216T", &v), -ERANGE);
         ck_assert_int_eq(parse_size("18446744073709551615K", &v), -ERANGE);
+        ck_assert_int_eq(parse_size("17179869184T", &v), -ERANGE);
+        ck_assert_int_eq(parse_size("99999999999999999999", &v), -ERANGE);
+        ck_assert_int_eq(parse_size("2X", &v), -EINVAL);
         ck_assert_int_eq(parse_size("1g", &v), -EINVAL);
         ck_assert_int_eq(parse_size("1 G", &v), -EINVAL);
         ck_assert_int_eq(parse_size("1GiBB", &v), -EINVAL);
@@ -105,6 +117,8 @@ START_TEST(test_parse_duration_usec) {
         ck_assert_uint_eq(v, 100 * USEC_PER_MSEC);
         ck_assert_int_eq(parse_duration_usec("1m", &v), 0);
         ck_assert_uint_eq(v, 60 * USEC_PER_SEC);
+        ck_assert_int_eq(parse_duration_usec("5min", &v), 0);
+        ck_assert_uint_eq(v, 300 * USEC_PER_SEC);
         ck_assert_int_eq(parse_duration_usec("2h", &v), 0);
         ck_assert_uint_eq(v, 7200 * USEC_PER_SEC);
         ck_assert_int_eq(parse_duration_usec("213503982d", &v), 0);
@@ -114,11 +128,43 @@ START_TEST(test_parse_duration_usec) {
         ck_assert_int_eq(parse_duration_usec("213503983d", &v), -ERANGE);
         ck_assert_int_eq(parse_duration_usec("18446744073709551616us", &v), -ERANGE);
         ck_assert_int_eq(parse_duration_usec("5mins", &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec("-5", &v), -EINVAL);
         ck_assert_int_eq(parse_duration_usec("1.5s", &v), -EINVAL);
         ck_assert_int_eq(parse_duration_usec("1M", &v), -EINVAL);
         ck_assert_int_eq(parse_duration_usec("s", &v), -EINVAL);
         ck_assert_int_eq(parse_duration_usec(NULL, &v), -EINVAL);
         ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+/* The "did you mean" hints: policy sections and keys, thpd-ctl verbs and properties. */
+START_TEST(test_closest_match) {
+        static const char *const knob_keys[] = { "Enabled", "Defrag", "ShmemEnabled", "PagesToScan" };
+        static const char *const pool_keys[] = { "Enabled", "Defrag", "ShmemEnabled", "Node" };
+        g_autofree char *very_long = g_strnfill(10000, 'E');
+        char long_word[65];
+
+        ck_assert_str_eq(closest_match("Enabeld", knob_keys, 4), "Enabled");     /* transposition */
+        ck_assert_str_eq(closest_match("defrag", knob_keys, 4), "Defrag");       /* case */
+        ck_assert_str_eq(closest_match("ShmemEnbled", knob_keys, 4), "ShmemEnabled");
+        ck_assert_str_eq(closest_match("PagsToScn", knob_keys, 4), "PagesToScan");
+        ck_assert_ptr_null(closest_match("Size", knob_keys, 4));
+        ck_assert_ptr_null(closest_match("", knob_keys, 4));
+
+        ck_assert_str_eq(closest_match("enabled", pool_keys, 4), "Enabled");
+        ck_assert_str_eq(closest_match("Defrg", pool_keys, 4), "Defrag");
+        ck_assert_str_eq(closest_match("ShmemEnable", pool_keys, 4), "ShmemEnabled");
+        ck_assert_str_eq(closest_match("Nod", pool_keys, 4), "Node");
+        ck_assert_ptr_null(closest_match("Nxyz", pool_keys, 4));
+        ck_assert_ptr_null(closest_match("Colour", pool_keys, 4));
+        ck_assert_ptr_null(closest_match("x", pool_keys, 0));
+
+        /* Too long to be a typo of anything, and no overflow: 64 characters and more. */
+        memset(long_word, 'a', 64);
+        long_word[64] = '\0';
+        ck_assert_ptr_null(closest_match(long_word, knob_keys, 4));
+        ck_assert_ptr_null(closest_match(very_long, pool_keys, 4));
+        ck_assert_str_eq(closest_match(long_word + 1, (const char *const[]) { long_word }, 1), long_word);
 }
 END_TEST
 
@@ -131,6 +177,7 @@ int main(void) {
         tcase_add_test(parse, test_parse_u64);
         tcase_add_test(parse, test_parse_size);
         tcase_add_test(parse, test_parse_duration_usec);
+        tcase_add_test(parse, test_closest_match);
         suite_add_tcase(s, parse);
         return test_run_suite(s);
 }

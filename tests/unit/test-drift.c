@@ -197,7 +197,6 @@ START_TEST(test_pool_item) {
 }
 END_TEST
 
-/* Limits count per writer and per knob. */
 /* A pool shrunk while its pages were in use keeps them until the users exit; the kernel freeing
  * them then is the shrink finishing, not a writer. */
 START_TEST(test_pool_settling) {
@@ -212,6 +211,7 @@ START_TEST(test_pool_settling) {
 }
 END_TEST
 
+/* Limits count per writer and per knob. */
 START_TEST(test_limit_per_writer_and_knob) {
         for (unsigned i = 0; i < SETTINGS.max_restores; i++) {
                 ck_assert_int_eq(decide("enabled", true, "a.service", T0 + i), DRIFT_ACTION_RESTORE);

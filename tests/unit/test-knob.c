@@ -93,42 +93,6 @@ START_TEST(test_strictness) {
 }
 END_TEST
 
-START_TEST(test_parse_helpers) {
-        uint64_t v;
-
-        ck_assert_int_eq(parse_size("8G", &v), 0);
-        ck_assert_uint_eq(v, 8ULL << 30);
-        ck_assert_int_eq(parse_size("2M", &v), 0);
-        ck_assert_uint_eq(v, 2ULL << 20);
-        ck_assert_int_eq(parse_size("2X", &v), -EINVAL);
-        ck_assert_int_eq(parse_size("99999999999999999999", &v), -ERANGE);
-        ck_assert_int_eq(parse_size("17179869184T", &v), -ERANGE);
-        ck_assert_int_eq(parse_duration_usec("5min", &v), 0);
-        ck_assert_uint_eq(v, 300000000ULL);
-        ck_assert_int_eq(parse_duration_usec("-5", &v), -EINVAL);
-        ck_assert_int_eq(parse_u64(" 1", &v), -EINVAL);
-        ck_assert_int_eq(parse_u64("1 ", &v), -EINVAL);
-}
-END_TEST
-
-START_TEST(test_closest_match) {
-        static const char *const words[] = { "Enabled", "Defrag", "ShmemEnabled", "PagesToScan" };
-        char long_word[65];
-
-        ck_assert_str_eq(closest_match("Enabeld", words, 4), "Enabled");     /* transposition */
-        ck_assert_str_eq(closest_match("defrag", words, 4), "Defrag");       /* case */
-        ck_assert_str_eq(closest_match("ShmemEnbled", words, 4), "ShmemEnabled");
-        ck_assert_str_eq(closest_match("PagsToScn", words, 4), "PagesToScan");
-        ck_assert_ptr_null(closest_match("Size", words, 4));
-        ck_assert_ptr_null(closest_match("", words, 4));
-
-        memset(long_word, 'a', 64);
-        long_word[64] = '\0';
-        ck_assert_ptr_null(closest_match(long_word, words, 4));
-        ck_assert_str_eq(closest_match(long_word + 1, (const char *const[]) { long_word }, 1), long_word);
-}
-END_TEST
-
 int main(void) {
         Suite *s = suite_create("knob");
         TCase *tc = tcase_create("core");
@@ -137,8 +101,6 @@ int main(void) {
         tcase_add_test(tc, test_values);
         tcase_add_test(tc, test_sysfs_syntax);
         tcase_add_test(tc, test_strictness);
-        tcase_add_test(tc, test_parse_helpers);
-        tcase_add_test(tc, test_closest_match);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -506,24 +506,6 @@ START_TEST(test_misplaced_keys) {
 }
 END_TEST
 
-START_TEST(test_closest_match) {
-        static const char *const words[] = { "Enabled", "Defrag", "ShmemEnabled", "Node" };
-
-        ck_assert_str_eq(closest_match("Enabeld", words, ELEMENTSOF(words)), "Enabled");
-        ck_assert_str_eq(closest_match("enabled", words, ELEMENTSOF(words)), "Enabled");
-        ck_assert_str_eq(closest_match("Defrg", words, ELEMENTSOF(words)), "Defrag");
-        ck_assert_str_eq(closest_match("ShmemEnable", words, ELEMENTSOF(words)), "ShmemEnabled");
-        ck_assert_str_eq(closest_match("Nod", words, ELEMENTSOF(words)), "Node");
-        ck_assert_ptr_null(closest_match("Nxyz", words, ELEMENTSOF(words)));
-        ck_assert_ptr_null(closest_match("Colour", words, ELEMENTSOF(words)));
-        ck_assert_ptr_null(closest_match("", words, ELEMENTSOF(words)));
-        ck_assert_ptr_null(closest_match("x", words, 0));
-        /* Too long to be a typo of anything; must not overflow either. */
-        g_autofree char *long_word = g_strnfill(10000, 'E');
-        ck_assert_ptr_null(closest_match(long_word, words, ELEMENTSOF(words)));
-}
-END_TEST
-
 START_TEST(test_bad_values) {
         static const char text[] =
                 "[Policy]\n"                       /* 1 */
@@ -1098,7 +1080,6 @@ int main(void) {
         tcase_add_test(tc, test_unknown_sections_and_keys_warn);
         tcase_add_test(tc, test_typos_are_errors_when_strict);
         tcase_add_test(tc, test_misplaced_keys);
-        tcase_add_test(tc, test_closest_match);
         tcase_add_test(tc, test_bad_values);
         tcase_add_test(tc, test_duplicates_and_continuations);
         tcase_add_test(tc, test_continuations_accepted);

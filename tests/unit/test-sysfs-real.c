@@ -208,13 +208,12 @@ int main(void) {
         Suite *s;
         TCase *tc;
 
-        if (getenv("THPD_SKIP_REAL_KERNEL")) {
-                fprintf(stderr, "SKIP: THPD_SKIP_REAL_KERNEL is set\n");
-                return EXIT_SUCCESS;
-        }
+        if (getenv("THPD_SKIP_REAL_KERNEL"))
+                return test_skip("THPD_SKIP_REAL_KERNEL is set");
         if (access(REAL_THP_DIR, F_OK) < 0) {
-                fprintf(stderr, "SKIP: %s: %m\n", REAL_THP_DIR);
-                return EXIT_SUCCESS;
+                g_autofree char *reason = g_strdup_printf("%s: %s", REAL_THP_DIR, g_strerror(errno));
+
+                return test_skip(reason);
         }
 
         s = suite_create("sysfs-real");

@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "runtime-file.h"
+#include "sysfs.h"
 #include "test-util.h"
 #include "unit-record.h"
 #include "util.h"
@@ -158,6 +159,30 @@ START_TEST(test_load_written_record) {
 }
 END_TEST
 
+/* The record is read with its own limit: 5,000 running units of policies make a snapshot well
+ * past SMALL_FILE_MAX, the limit of the knob and policy files, and a restarted thpd still reads
+ * it whole, appended lines too. */
+START_TEST(test_load_past_small_file) {
+        g_autofree char *dir = test_mkdtemp();
+        g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GHashTable) hints = new_map(), started = new_set(), restart = new_map();
+        g_autofree char *text = NULL;
+
+        for (unsigned i = 0; i < 5000; i++)
+                g_ptr_array_add(units, g_strdup_printf("postgresql@%05u-main.service", i));
+        text = unit_record_format(units, hints);
+        ck_assert_uint_gt(strlen(text), SMALL_FILE_MAX);
+        ck_assert_int_eq(runtime_file_write(dir, UNIT_RECORD_FILE, text), 0);
+        ck_assert_int_eq(runtime_file_append(dir, UNIT_RECORD_FILE, "started late.service\n"), 0);
+
+        ck_assert_int_eq(unit_record_load(dir, started, restart), 0);
+        ck_assert_uint_eq(g_hash_table_size(started), 5001);
+        ck_assert(g_hash_table_contains(started, "postgresql@04999-main.service"));
+        ck_assert(g_hash_table_contains(started, "late.service"));
+        test_rm_rf(dir);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("unit-record");
         TCase *tc = tcase_create("core");
@@ -169,6 +194,7 @@ int main(void) {
         tcase_add_test(tc, test_when_to_append);
         tcase_add_test(tc, test_bad_records);
         tcase_add_test(tc, test_load_written_record);
+        tcase_add_test(tc, test_load_past_small_file);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

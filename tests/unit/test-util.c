@@ -58,3 +58,8 @@ int test_run_suite(Suite *s) {
         srunner_free(sr);
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int test_skip(const char *reason) {
+        printf("SKIP: %s: %s\n", program_invocation_short_name, reason);
+        return TEST_EXIT_SKIP;
+}

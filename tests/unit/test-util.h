@@ -12,3 +12,10 @@ char *test_read_file(const char *dir, const char *relpath);
 
 /* Runs the suite with CK_NORMAL output and returns the process exit code. */
 int test_run_suite(Suite *s);
+
+/* Check cannot skip a single test, so the tests that need what a normal user lacks (root, a
+ * mount namespace) are run by a meson test of their own: the program with an argument
+ * (tests/unit/meson.build). When that run cannot do them, main() returns test_skip(), which
+ * prints why and gives 77, the exit status meson counts as SKIP. */
+#define TEST_EXIT_SKIP 77
+int test_skip(const char *reason);
