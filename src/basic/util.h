@@ -143,3 +143,6 @@ uint64_t fnv1a_feed(uint64_t h, const void *data, size_t size);
 static inline uint64_t fnv1a_feed_string(uint64_t h, const char *s) {
         return fnv1a_feed(h, s, strlen(s) + 1);
 }
+static inline uint64_t fnv1a_feed_u64(uint64_t h, uint64_t v) {
+        return fnv1a_feed(h, &v, sizeof v);
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "manager-bus-properties.h"
 #include "manager.h"
 #include "polkit.h"
 
@@ -31,23 +32,13 @@ typedef struct Awaiter {
 /* PropertiesChanged goes out at most this often while things change (emit_changed_properties()). */
 #define ANNOUNCE_INTERVAL_USEC (100 * UINT64_C(1000))
 
-/* Properties that send PropertiesChanged; see tracked_properties[]. */
+/* Properties that send PropertiesChanged, in MANAGER_PROPERTIES() order. */
+#define TRACKED_ENUM(id, name, signature, get, digest) TRACKED_##id,
 enum {
-        TRACKED_KNOBS,
-        TRACKED_ACTIVE_POLICIES,
-        TRACKED_POOLS,
-        TRACKED_NEEDS_RESTART,
-        TRACKED_ISOLATED_SERVICES,
-        TRACKED_OVERRIDE,
-        TRACKED_OVERRIDE_EXPIRES_AT,
-        TRACKED_STORM_STATE,
-        TRACKED_STORM_ACTION,
-        TRACKED_STATUS,
-        TRACKED_POLICY_DIAGNOSTICS,
-        TRACKED_DRIFT_CONFLICTS,
-        TRACKED_RECENT_DRIFT,
+        MANAGER_PROPERTIES(TRACKED_ENUM, PROPERTY_IGNORE)
         _TRACKED_MAX,
 };
+#undef TRACKED_ENUM
 
 /* The bus listener's userdata, and that of the object's vtable, the exit hook and the timers. */
 struct BusData {
@@ -59,16 +50,18 @@ struct BusData {
         GPtrArray *awaiters;               /* Awaiter*, in the order they came */
         GPtrArray *usage_requests;         /* UsageRequest*: GetUnitUsage calls waiting (manager-usage.c) */
         sd_event_source *await_timer;      /* the earliest awaiter's deadline */
-        /* A digest of each tracked property's value as last announced: PropertiesChanged goes out
-         * only for what really changed, so an idle daemon is silent. A digest, not the value:
-         * Knobs alone is 4 kB as text, which the daemon would hold for good and rebuild at every
-         * apply. */
+        /* The digest of each tracked property's value as last announced (once announced_once):
+         * PropertiesChanged goes out only for what really changed, so an idle daemon is silent. A
+         * digest, not the value: Knobs alone is 4 kB as text, which the daemon would hold for good
+         * and rebuild at every apply. */
         uint64_t announced[_TRACKED_MAX];
-        bool announced_valid[_TRACKED_MAX];
-        /* Changes the plan flagged since the last PropertiesChanged, and when that went out
-         * (emit_changed_properties()). */
-        bool pending_active_policies;
-        bool pending_needs_restart;
+        bool announced_once;
+        /* How many applies the plan said changed ActivePolicies or NeedsRestart: their digests.
+         * Each has an entry per active policy or unit, the costly ones to go through at every
+         * apply, and the plan knows exactly when they change. */
+        uint64_t active_policies_changes;
+        uint64_t needs_restart_changes;
+        /* When the last PropertiesChanged went out (emit_changed_properties()). */
         uint64_t last_announced_usec;
         sd_event_source *announce_timer;
 };
@@ -77,6 +70,11 @@ struct BusData {
 static inline Manager *bus_manager(void *userdata) {
         return ((BusData *) userdata)->m;
 }
+
+/* The object's vtable: the properties of MANAGER_PROPERTIES(), the methods and the signals.
+ * Not static for test-bus-properties, which checks that every property in it that emits
+ * PropertiesChanged has a digest. */
+extern const sd_bus_vtable bus_manager_vtable[];
 
 /* A caller's string for a message: quoted and cut, so a megabyte of junk does not echo back. */
 char *bus_quote(const char *s);

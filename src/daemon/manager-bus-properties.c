@@ -141,9 +141,10 @@ int property_get_knobs(sd_bus *bus, const char *path, const char *interface, con
         return sd_bus_message_close_container(reply);
 }
 
-/* Knobs is digested at every apply to tell whether it changed: from its rows, not through a
- * message built only to be read back. */
-uint64_t property_digest_knobs(const Manager *m) {
+/* Digests are taken at every apply to tell what changed; each feeds what its getter shows, from
+ * the state, never through a message built only to be read back. */
+uint64_t property_digest_knobs(const BusData *d) {
+        const Manager *m = d->m;
         KnobValue baseline[_KNOB_MAX];
         uint64_t h = FNV1A_OFFSET;
 
@@ -188,6 +189,12 @@ int property_get_active_policies(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_close_container(reply);
 }
 
+/* Counted where the plan reports a change (emit_changed_properties()): going through every
+ * active policy's units at each apply is what this property would cost. */
+uint64_t property_digest_active_policies(const BusData *d) {
+        return d->active_policies_changes;
+}
+
 int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Manager *m = bus_manager(userdata);
@@ -207,6 +214,28 @@ int property_get_pools(sd_bus *bus, const char *path, const char *interface, con
         return sd_bus_message_close_container(reply);
 }
 
+uint64_t property_digest_pools(const BusData *d) {
+        const Manager *m = d->m;
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < m->pools->len; i++) {
+                const PoolStatus *p = &g_array_index(m->pools, PoolStatus, i);
+
+                h = fnv1a_feed_u64(h, p->page_size_kb);
+                h = fnv1a_feed_u64(h, (uint64_t) p->node);
+                h = fnv1a_feed_u64(h, p->target);
+                h = fnv1a_feed_u64(h, p->allocated);
+                h = fnv1a_feed_u64(h, p->free);
+                h = fnv1a_feed_string(h, p->shortfall ?: "");
+        }
+        return h;
+}
+
+/* A Scope=auto policy not met per service isolates machine-wide. */
+static bool isolation_machine_wide(const Manager *m, const Isolation *iso) {
+        return iso->scope == POLICY_SCOPE_AUTO && !g_hash_table_contains(m->per_service, iso->policy);
+}
+
 int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
                                           const char *property, sd_bus_message *reply, void *userdata,
                                           sd_bus_error *error) {
@@ -220,8 +249,7 @@ int property_get_isolated_services(sd_bus *bus, const char *path, const char *in
                 /* The note quotes a command line, which need not be UTF-8. */
                 g_autofree char *note = g_utf8_make_valid(iso->note ?: "", -1);
                 g_autofree char *via = isolation_describe_via(iso);
-                bool machine_wide = iso->scope == POLICY_SCOPE_AUTO &&
-                                    !g_hash_table_contains(m->per_service, iso->policy);
+                bool machine_wide = isolation_machine_wide(m, iso);
                 char buf[24];
 
                 r = sd_bus_message_append(reply, "(sssssssb)", iso->unit, iso->policy,
@@ -232,6 +260,30 @@ int property_get_isolated_services(sd_bus *bus, const char *path, const char *in
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
+}
+
+/* The note as it is, before the getter makes it valid UTF-8, and via_value even where the getter
+ * leaves it out (via is not MemoryTHP=): either can only announce a change the getter does not
+ * show, never hide one. */
+uint64_t property_digest_isolated_services(const BusData *d) {
+        const Manager *m = d->m;
+        g_autoptr(GPtrArray) list = manager_isolation_list(m);
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < list->len; i++) {
+                const Isolation *iso = g_ptr_array_index(list, i);
+
+                h = fnv1a_feed_string(h, iso->unit);
+                h = fnv1a_feed_string(h, iso->policy);
+                h = fnv1a_feed_u64(h, (uint64_t) iso->mode);
+                h = fnv1a_feed_u64(h, iso->state);
+                h = fnv1a_feed_string(h, iso->note ?: "");
+                h = fnv1a_feed_u64(h, iso->scope);
+                h = fnv1a_feed_u64(h, iso->via);
+                h = fnv1a_feed_string(h, iso->via_value ?: "");
+                h = fnv1a_feed_u64(h, isolation_machine_wide(m, iso));
+        }
+        return h;
 }
 
 int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -249,6 +301,11 @@ int property_get_needs_restart(sd_bus *bus, const char *path, const char *interf
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
+}
+
+/* Counted where the plan reports a change, as ActivePolicies. */
+uint64_t property_digest_needs_restart(const BusData *d) {
+        return d->needs_restart_changes;
 }
 
 int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -271,6 +328,10 @@ int property_get_override(sd_bus *bus, const char *path, const char *interface, 
         return sd_bus_message_close_container(reply);
 }
 
+uint64_t property_digest_override(const BusData *d) {
+        return fnv1a_feed(FNV1A_OFFSET, d->m->override, sizeof d->m->override);
+}
+
 int property_get_override_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
                                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Manager *m = bus_manager(userdata);
@@ -278,9 +339,18 @@ int property_get_override_expires_at(sd_bus *bus, const char *path, const char *
         return sd_bus_message_append(reply, "t", m->override_expires_realtime);
 }
 
+/* A property of one number or one enum is its own digest. */
+uint64_t property_digest_override_expires_at(const BusData *d) {
+        return d->m->override_expires_realtime;
+}
+
 int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", storm_phase_to_string(manager_storm_phase(bus_manager(userdata))));
+}
+
+uint64_t property_digest_storm_state(const BusData *d) {
+        return manager_storm_phase(d->m);
 }
 
 int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -313,11 +383,23 @@ int property_get_storm_action(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "s", storm_action_to_string(m->settings.storm.action));
 }
 
+uint64_t property_digest_storm_action(const BusData *d) {
+        return d->m->settings.storm.action;
+}
+
 int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         g_autofree char *text = manager_status_text(bus_manager(userdata));
 
         return sd_bus_message_append(reply, "s", text);
+}
+
+/* The text itself: it is short, and made from counts, the storm phase and two knobs, which a
+ * digest of its parts would have to follow by hand. */
+uint64_t property_digest_status(const BusData *d) {
+        g_autofree char *text = manager_status_text(d->m);
+
+        return fnv1a_feed_string(FNV1A_OFFSET, text);
 }
 
 /* The policy a diagnostic is about: the file name of a *.conf directly in a policy directory;
@@ -360,6 +442,24 @@ int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *i
         return sd_bus_message_close_container(reply);
 }
 
+/* File and message as they are, before the getter makes them valid UTF-8. */
+uint64_t property_digest_policy_diagnostics(const BusData *d) {
+        const Manager *m = d->m;
+        const GPtrArray *items = m->policy_diagnostics.items;
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; items && i < items->len; i++) {
+                const Diagnostic *diag = g_ptr_array_index(items, i);
+
+                h = fnv1a_feed_string(h, diagnostic_policy(m, diag->file) ?: "");
+                h = fnv1a_feed_string(h, diag->file);
+                h = fnv1a_feed_u64(h, diag->line);
+                h = fnv1a_feed_u64(h, diag->level);
+                h = fnv1a_feed_string(h, diag->message);
+        }
+        return h;
+}
+
 int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *interface, const char *property,
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Manager *m = bus_manager(userdata);
@@ -376,6 +476,24 @@ int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *inte
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
+}
+
+/* Few rows: a conflict per knob at most, rare. */
+uint64_t property_digest_drift_conflicts(const BusData *d) {
+        const GArray *conflicts = d->m->drift.conflicts;
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < conflicts->len; i++) {
+                const DriftConflict *c = &g_array_index(conflicts, DriftConflict, i);
+                g_autofree char *text = drift_describe_conflict(c);
+
+                h = fnv1a_feed_string(h, c->item);
+                h = fnv1a_feed_string(h, c->writer ?: "");
+                h = fnv1a_feed_string(h, c->value);
+                h = fnv1a_feed_u64(h, c->since_realtime_usec);
+                h = fnv1a_feed_string(h, text);
+        }
+        return h;
 }
 
 int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -395,4 +513,26 @@ int property_get_recent_drift(sd_bus *bus, const char *path, const char *interfa
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
+}
+
+/* At most DRIFT_RECENT_MAX rows. */
+uint64_t property_digest_recent_drift(const BusData *d) {
+        const GArray *recent = d->m->drift.recent;
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < recent->len; i++) {
+                const DriftEvent *e = &g_array_index(recent, DriftEvent, i);
+                g_autofree char *who = drift_describe_writer(e);
+
+                h = fnv1a_feed_string(h, e->item);
+                h = fnv1a_feed_string(h, e->expected);
+                h = fnv1a_feed_string(h, e->found);
+                h = fnv1a_feed_string(h, e->writer ?: "");
+                h = fnv1a_feed_u64(h, e->action);
+                h = fnv1a_feed_u64(h, e->when_usec);
+                h = fnv1a_feed_u64(h, e->written_usec);
+                h = fnv1a_feed_u64(h, e->wrong_usec);
+                h = fnv1a_feed_string(h, who);
+        }
+        return h;
 }

@@ -6,8 +6,43 @@
 #include "manager.h"
 
 /* The properties of org.thpd1.Manager: the getters its vtable names (userdata: the bus
- * listener's BusData; they read its Manager, bus_manager()), and the helpers its methods and
- * signals share with them. */
+ * listener's BusData; they read its Manager, bus_manager()), the digests that tell whether one
+ * changed, and the helpers its methods and signals share with them. */
+
+typedef struct BusData BusData;
+
+/* Every property of the object, in the vtable's order; the one list the vtable, the TRACKED_
+ * enum and the announcing table are made from (manager-bus.c), so that a property cannot emit
+ * PropertiesChanged without a digest. TRACKED(ID, name, signature, getter, digest): emits
+ * PropertiesChanged; its digest is computed from the state the getter shows, equal while the
+ * value is (a change of the digest without one of the value only costs a spurious signal).
+ * PLAIN(name, signature, getter, flags): never emits (CONST or 0; a static assertion refuses
+ * EMITS_CHANGE and EMITS_INVALIDATION). test-bus-properties checks the vtable and
+ * data/org.thpd1.Manager.xml against this list. */
+#define MANAGER_PROPERTIES(TRACKED, PLAIN)                                                                          \
+        PLAIN("Version", "s", property_get_version, SD_BUS_VTABLE_PROPERTY_CONST)                                   \
+        TRACKED(KNOBS, "Knobs", "a(sssssss)", property_get_knobs, property_digest_knobs)                            \
+        TRACKED(ACTIVE_POLICIES, "ActivePolicies", "a(sas)", property_get_active_policies,                          \
+                property_digest_active_policies)                                                                    \
+        TRACKED(POOLS, "HugeTLBPools", "a(tittts)", property_get_pools, property_digest_pools)                      \
+        TRACKED(NEEDS_RESTART, "NeedsRestart", "a(ss)", property_get_needs_restart, property_digest_needs_restart)  \
+        TRACKED(ISOLATED_SERVICES, "IsolatedServices", "a(sssssssb)", property_get_isolated_services,               \
+                property_digest_isolated_services)                                                                  \
+        TRACKED(OVERRIDE, "Override", "a{ss}", property_get_override, property_digest_override)                     \
+        TRACKED(OVERRIDE_EXPIRES_AT, "OverrideExpiresAt", "t", property_get_override_expires_at,                    \
+                property_digest_override_expires_at)                                                                \
+        TRACKED(STORM_STATE, "StormState", "s", property_get_storm_state, property_digest_storm_state)              \
+        PLAIN("Storms", "a(ssa{sd})", property_get_storms, 0)                                                       \
+        TRACKED(STORM_ACTION, "StormAction", "s", property_get_storm_action, property_digest_storm_action)          \
+        TRACKED(STATUS, "Status", "s", property_get_status, property_digest_status)                                 \
+        TRACKED(POLICY_DIAGNOSTICS, "PolicyDiagnostics", "a(ssuss)", property_get_policy_diagnostics,               \
+                property_digest_policy_diagnostics)                                                                 \
+        TRACKED(DRIFT_CONFLICTS, "DriftConflicts", "a(sssts)", property_get_drift_conflicts,                        \
+                property_digest_drift_conflicts)                                                                    \
+        TRACKED(RECENT_DRIFT, "RecentDrift", "a(sssssttts)", property_get_recent_drift, property_digest_recent_drift)
+
+/* For the rows of MANAGER_PROPERTIES() a use of it leaves out. */
+#define PROPERTY_IGNORE(...)
 
 /* "" for a value the kernel did not give. */
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]);
@@ -20,8 +55,6 @@ int property_get_version(sd_bus *bus, const char *path, const char *interface, c
                        sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
                        sd_bus_message *reply, void *userdata, sd_bus_error *error);
-/* A digest of the Knobs value, for telling whether it changed. */
-uint64_t property_digest_knobs(const Manager *m);
 int property_get_active_policies(sd_bus *bus, const char *path, const char *interface,
                        const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -48,3 +81,18 @@ int property_get_recent_drift(sd_bus *bus, const char *path, const char *interfa
                        const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface,
                        const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
+
+/* The digests of MANAGER_PROPERTIES(): equal while the property's value is. */
+uint64_t property_digest_knobs(const BusData *d);
+uint64_t property_digest_active_policies(const BusData *d);
+uint64_t property_digest_pools(const BusData *d);
+uint64_t property_digest_needs_restart(const BusData *d);
+uint64_t property_digest_isolated_services(const BusData *d);
+uint64_t property_digest_override(const BusData *d);
+uint64_t property_digest_override_expires_at(const BusData *d);
+uint64_t property_digest_storm_state(const BusData *d);
+uint64_t property_digest_storm_action(const BusData *d);
+uint64_t property_digest_status(const BusData *d);
+uint64_t property_digest_policy_diagnostics(const BusData *d);
+uint64_t property_digest_drift_conflicts(const BusData *d);
+uint64_t property_digest_recent_drift(const BusData *d);

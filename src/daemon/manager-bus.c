@@ -43,113 +43,23 @@ static char *present_knob_names(const Manager *m) {
         return g_string_free(s, FALSE);
 }
 
+/* What announcing needs of each row of MANAGER_PROPERTIES() that emits PropertiesChanged. */
+#define TRACKED_ROW(id, name, signature, get, digest) [TRACKED_##id] = { name, digest },
 static const struct {
         const char *name;
-        sd_bus_property_get_t get;
-        uint64_t (*digest)(const Manager *m); /* cheaper than digesting what get builds; NULL: none */
+        uint64_t (*digest)(const BusData *d);
 } tracked_properties[_TRACKED_MAX] = {
-        [TRACKED_KNOBS] = { "Knobs", property_get_knobs, property_digest_knobs },
-        [TRACKED_ACTIVE_POLICIES] = { "ActivePolicies", property_get_active_policies },
-        [TRACKED_POOLS] = { "HugeTLBPools", property_get_pools },
-        [TRACKED_NEEDS_RESTART] = { "NeedsRestart", property_get_needs_restart },
-        [TRACKED_ISOLATED_SERVICES] = { "IsolatedServices", property_get_isolated_services },
-        [TRACKED_OVERRIDE] = { "Override", property_get_override },
-        [TRACKED_OVERRIDE_EXPIRES_AT] = { "OverrideExpiresAt", property_get_override_expires_at },
-        [TRACKED_STORM_STATE] = { "StormState", property_get_storm_state },
-        [TRACKED_STORM_ACTION] = { "StormAction", property_get_storm_action },
-        [TRACKED_STATUS] = { "Status", property_get_status },
-        [TRACKED_POLICY_DIAGNOSTICS] = { "PolicyDiagnostics", property_get_policy_diagnostics },
-        [TRACKED_DRIFT_CONFLICTS] = { "DriftConflicts", property_get_drift_conflicts },
-        [TRACKED_RECENT_DRIFT] = { "RecentDrift", property_get_recent_drift },
+        MANAGER_PROPERTIES(TRACKED_ROW, PROPERTY_IGNORE)
 };
+#undef TRACKED_ROW
 
-static size_t basic_type_size(char type) {
-        switch (type) {
-        case 'y':
-                return 1;
-        case 'b':
-        case 'n':
-        case 'q':
-        case 'i':
-        case 'u':
-        case 'h':
-                return 4;
-        default:
-                return 8;
-        }
-}
-
-/* Feeds every element's type and value in order, so equal digests mean equal values without
- * printing the message as text first. */
-static int digest_container(sd_bus_message *msg, uint64_t *h, unsigned depth) {
-        char type;
-        const char *contents;
-        int r;
-
-        if (depth > 32)
-                return -E2BIG;
-        while ((r = sd_bus_message_peek_type(msg, &type, &contents)) > 0) {
-                *h = fnv1a_feed(*h, &type, 1);
-                if (contents) {
-                        *h = fnv1a_feed_string(*h, contents);
-                        r = sd_bus_message_enter_container(msg, type, contents);
-                        if (r >= 0)
-                                r = digest_container(msg, h, depth + 1);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(msg);
-                } else if (type == 's' || type == 'o' || type == 'g') {
-                        const char *s;
-
-                        r = sd_bus_message_read_basic(msg, type, &s);
-                        if (r >= 0)
-                                *h = fnv1a_feed_string(*h, s);
-                } else {
-                        union {
-                                uint8_t bytes[8];
-                                uint64_t u64;
-                        } value = {};
-
-                        r = sd_bus_message_read_basic(msg, type, &value);
-                        if (r >= 0)
-                                *h = fnv1a_feed(*h, value.bytes, basic_type_size(type));
-                }
-                if (r < 0)
-                        return r;
-        }
-        /* The end of a container is fed too: ["a"] then ["b"] must not equal ["ab"]. */
-        *h = fnv1a_feed(*h, "", 1);
-        return r;
-}
-
-/* The digest of the property's current value; false if it cannot be built (then it counts as
- * changed). */
-static bool property_snapshot(BusData *d, sd_bus_property_get_t get, uint64_t *ret_digest) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t h = FNV1A_OFFSET;
-
-        if (sd_bus_message_new_signal(d->m->bus, &msg, THPD_BUS_PATH, THPD_BUS_INTERFACE, "Snapshot") < 0 ||
-            get(d->m->bus, THPD_BUS_PATH, THPD_BUS_INTERFACE, NULL, msg, d, &error) < 0 ||
-            sd_bus_message_seal(msg, 1, 0) < 0 || sd_bus_message_rewind(msg, true) < 0 ||
-            digest_container(msg, &h, 0) < 0)
-                return false;
-        *ret_digest = h;
-        return true;
-}
-
-/* Whether the applies since the last announcement changed the property, for those with one
- * entry per active policy or unit, which are the costly ones to build; -1 for the others, whose
- * digests are compared. */
-static int flagged_changed(const BusData *d, size_t property) {
-        switch (property) {
-        case TRACKED_ACTIVE_POLICIES:
-                return d->pending_active_policies;
-        case TRACKED_NEEDS_RESTART:
-                return d->pending_needs_restart;
-        default:
-                return -1;
-        }
-}
+/* A row that would emit without a digest would never be named in PropertiesChanged. */
+#define EMITS_SIGNAL (SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION)
+#define PLAIN_IS_SILENT(name, signature, get, flags) \
+        _Static_assert(((flags) & EMITS_SIGNAL) == 0, name " emits PropertiesChanged: make it TRACKED, with a digest");
+MANAGER_PROPERTIES(PROPERTY_IGNORE, PLAIN_IS_SILENT)
+#undef EMITS_SIGNAL
+#undef PLAIN_IS_SILENT
 
 static void announce_changed_properties(BusData *d) {
         const char *changed[_TRACKED_MAX + 1];
@@ -157,32 +67,14 @@ static void announce_changed_properties(BusData *d) {
         int r;
 
         for (size_t i = 0; i < _TRACKED_MAX; i++) {
-                int flagged = flagged_changed(d, i);
-                uint64_t now = 0;
-                bool valid;
+                uint64_t now = tracked_properties[i].digest(d);
 
-                /* The plan knows exactly when these changed: not even built to compare. */
-                if (flagged >= 0) {
-                        if (d->announced_valid[i] && !flagged)
-                                continue;
-                        d->announced_valid[i] = true;
-                        changed[n++] = tracked_properties[i].name;
+                if (d->announced_once && now == d->announced[i])
                         continue;
-                }
-                if (tracked_properties[i].digest) {
-                        now = tracked_properties[i].digest(d->m);
-                        valid = true;
-                } else
-                        valid = property_snapshot(d, tracked_properties[i].get, &now);
-
-                if (valid && d->announced_valid[i] && now == d->announced[i])
-                        continue;
-                if (valid)
-                        d->announced[i] = now;
-                d->announced_valid[i] = valid;
+                d->announced[i] = now;
                 changed[n++] = tracked_properties[i].name;
         }
-        d->pending_active_policies = d->pending_needs_restart = false;
+        d->announced_once = true;
         if (n == 0)
                 return;
         d->last_announced_usec = now_usec(CLOCK_MONOTONIC);
@@ -201,15 +93,15 @@ static int on_announce_timer(sd_event_source *s, uint64_t usec, void *userdata) 
  * with hundreds active: within ANNOUNCE_INTERVAL_USEC of the last PropertiesChanged, an
  * apply's waits for the end of that interval and carries everything changed meanwhile. The
  * first change after a quiet spell goes out at once; knob writes and Applied never wait, nor
- * does a storm event (no report; it changes neither flagged property), which is rare and whose
+ * does a storm event (no report; it changes neither counted property), which is rare and whose
  * phase change watchers want as it happens. */
 static void emit_changed_properties(BusData *d, const ApplyReport *report) {
         uint64_t due = d->last_announced_usec + ANNOUNCE_INTERVAL_USEC;
         int r;
 
         if (report) {
-                d->pending_active_policies |= report->active_policies_changed;
-                d->pending_needs_restart |= report->needs_restart_changed;
+                d->active_policies_changes += report->active_policies_changed;
+                d->needs_restart_changes += report->needs_restart_changed;
         }
         if (!report || d->last_announced_usec == 0 || now_usec(CLOCK_MONOTONIC) >= due) {
                 if (d->announce_timer)
@@ -529,26 +421,12 @@ static int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_reply_method_return(msg, "s", text);
 }
 
-static const sd_bus_vtable manager_vtable[] = {
+#define VTABLE_TRACKED(id, name, signature, get, digest) \
+        SD_BUS_PROPERTY(name, signature, get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+#define VTABLE_PLAIN(name, signature, get, flags) SD_BUS_PROPERTY(name, signature, get, 0, flags),
+const sd_bus_vtable bus_manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Knobs", "a(sssssss)", property_get_knobs, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ActivePolicies", "a(sas)", property_get_active_policies, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("HugeTLBPools", "a(tittts)", property_get_pools, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("NeedsRestart", "a(ss)", property_get_needs_restart, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("IsolatedServices", "a(sssssssb)", property_get_isolated_services, 0,
-                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Override", "a{ss}", property_get_override, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("OverrideExpiresAt", "t", property_get_override_expires_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("StormState", "s", property_get_storm_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Storms", "a(ssa{sd})", property_get_storms, 0, 0),
-        SD_BUS_PROPERTY("StormAction", "s", property_get_storm_action, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("PolicyDiagnostics", "a(ssuss)", property_get_policy_diagnostics, 0,
-                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("DriftConflicts", "a(sssts)", property_get_drift_conflicts, 0,
-                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("RecentDrift", "a(sssssttts)", property_get_recent_drift, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        MANAGER_PROPERTIES(VTABLE_TRACKED, VTABLE_PLAIN)
 
         /* Every method is UNPRIVILEGED for sd-bus, whose own check would demand CAP_SYS_ADMIN
          * with a blocking credentials query: the privileged ones are checked by verify_manage(). */
@@ -574,6 +452,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("Drift", SD_BUS_ARGS("a(ssssss)", changes), 0),
         SD_BUS_VTABLE_END
 };
+#undef VTABLE_TRACKED
+#undef VTABLE_PLAIN
 
 /* Runs before sd-bus's own exit handler, which flushes and closes the connection. */
 static int on_event_loop_exit(sd_event_source *s, void *userdata) {
@@ -639,7 +519,7 @@ static int on_connected(Manager *m, void *userdata) {
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for the daemon's exit: %m");
 
-        r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, manager_vtable, d);
+        r = sd_bus_add_object_vtable(m->bus, &d->vtable_slot, THPD_BUS_PATH, THPD_BUS_INTERFACE, bus_manager_vtable, d);
         if (r < 0)
                 return log_error_errno(r, "Cannot register %s: %m", THPD_BUS_PATH);
         r = sd_bus_add_filter(m->bus, &d->status_filter_slot, on_incoming, m);

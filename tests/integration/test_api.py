@@ -729,6 +729,43 @@ class SignalsTest(ApiTestCase):
         monitor.send_signal(signal.SIGINT)
         self.assertEqual(monitor.wait(5), 0)
 
+    def test_each_change_names_its_properties(self):
+        """PropertiesChanged names what changed and nothing else: each step changes one thing."""
+        self.start_thpd()
+        monitor = self.start_monitor('--json')
+
+        def changed(naming=None):
+            return sorted(self.read_until(monitor, lambda e: e['signal'] == 'PropertiesChanged' and
+                                          (naming is None or naming in e['changed']))[-1]['changed'])
+
+        # The last announcement of the start may come after READY=1 (it waits out the interval
+        # since the first), alone or with this one.
+        self.ctl('override', '--for=1h', 'khugepaged/defrag=0')
+        self.assertEqual(set(changed(naming='override')) - {'hugetlb_pools', 'status'},
+                         {'knobs', 'override', 'override_expires_at'})
+        self.ctl('override', '--for=2h', 'khugepaged/defrag=0')
+        self.assertEqual(changed(), ['override_expires_at'])
+
+        self.write_config('[Storm]\nAction=mitigate\n')
+        self.ctl('reload')
+        self.assertEqual(changed(), ['storm_action'])
+
+        broken = self.write_policy('broken.conf', BROKEN_POLICY)
+        self.assertIn('broken.conf:4', self.ctl_fails(1, 'reload'))
+        self.assertEqual(changed(), ['policy_diagnostics'])
+        broken.unlink()
+        self.ctl('reload')
+        self.assertEqual(changed(), ['policy_diagnostics'])
+
+        # Written behind thpd's back and restored: Knobs too if an announcement fell between
+        # the write seen and its restore.
+        self.kernel.set_knob('khugepaged/defrag', '1')
+        self.assertEqual(set(changed()) - {'knobs'}, {'recent_drift'})
+        self.wait_knobs({'khugepaged/defrag': '0'})
+
+        self.ctl('override', '--clear')
+        self.assertEqual(changed(), ['knobs', 'override', 'override_expires_at'])
+
     def test_monitor_text_and_daemon_restart(self):
         self.write_policy('redis.conf', REDIS_POLICY)
         thpd = self.start_thpd()
