@@ -19,6 +19,12 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+/* a + b, or UINT64_MAX where the sum would wrap: a total of pages asked for must not wrap round
+ * to a small pool. */
+static inline uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 

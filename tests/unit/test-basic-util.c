@@ -122,9 +122,19 @@ START_TEST(test_parse_duration_usec) {
 }
 END_TEST
 
+START_TEST(test_add_saturating) {
+        ck_assert_uint_eq(add_saturating(0, 0), 0);
+        ck_assert_uint_eq(add_saturating(2, 3), 5);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX - 1, 1), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX - 1, 2), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(1, UINT64_MAX), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX, UINT64_MAX), UINT64_MAX);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("basic-util");
-        TCase *tc = tcase_create("string-table"), *parse = tcase_create("parse");
+        TCase *tc = tcase_create("string-table"), *parse = tcase_create("parse"), *arith = tcase_create("arithmetic");
 
         tcase_add_test(tc, test_string_table);
         suite_add_tcase(s, tc);
@@ -132,5 +142,7 @@ int main(void) {
         tcase_add_test(parse, test_parse_size);
         tcase_add_test(parse, test_parse_duration_usec);
         suite_add_tcase(s, parse);
+        tcase_add_test(arith, test_add_saturating);
+        suite_add_tcase(s, arith);
         return test_run_suite(s);
 }
