@@ -6,11 +6,10 @@
 
 #include "knob.h"
 #include "procfs-parse.h"
+#include "util.h"
 
 /* Storm classification: a pure function from counter samples to a per-kind phase. No I/O here;
  * storm.c reads the samples and reports what this decides. */
-
-#define STORM_USEC_PER_SEC UINT64_C(1000000)
 
 typedef enum StormKind {
         STORM_KIND_DIRECT_COMPACTION, /* faulting tasks stall in direct compaction */
@@ -67,14 +66,14 @@ StormAction storm_action_from_string(const char *s);
 #define STORM_DEFAULT_COMPACT_STALLS_PER_SEC 1.0
 #define STORM_DEFAULT_PRESSURE_PERCENT 10.0
 #define STORM_DEFAULT_KTHREAD_CPU_PERCENT 25.0
-#define STORM_DEFAULT_WINDOW_USEC (1 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_STORM_AFTER_USEC (3 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_COOL_AFTER_USEC (60 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_ESCALATE_AFTER_USEC (120 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_HOLD_DOWN_USEC (600 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_WINDOW_USEC (1 * USEC_PER_SEC)
+#define STORM_DEFAULT_STORM_AFTER_USEC (3 * USEC_PER_SEC)
+#define STORM_DEFAULT_COOL_AFTER_USEC (60 * USEC_PER_SEC)
+#define STORM_DEFAULT_ESCALATE_AFTER_USEC (120 * USEC_PER_SEC)
+#define STORM_DEFAULT_HOLD_DOWN_USEC (600 * USEC_PER_SEC)
 #define STORM_DEFAULT_MITIGATION_DEFRAG "defer"
-#define STORM_DEFAULT_SAMPLE_INTERVAL_USEC (1 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_IDLE_POLL_INTERVAL_USEC (10 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_SAMPLE_INTERVAL_USEC (1 * USEC_PER_SEC)
+#define STORM_DEFAULT_IDLE_POLL_INTERVAL_USEC (10 * USEC_PER_SEC)
 
 typedef struct StormConfig {
         StormAction action;

@@ -7,7 +7,7 @@
 #include "test-util.h"
 #include "util.h"
 
-#define SEC STORM_USEC_PER_SEC
+#define SEC USEC_PER_SEC
 /* Sample clocks start well after boot, as CLOCK_MONOTONIC does for a daemon. */
 #define T0 (1000 * SEC)
 
