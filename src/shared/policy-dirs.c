@@ -44,7 +44,7 @@ PolicyFile *policy_file_free(PolicyFile *f) {
         return NULL;
 }
 
-static void policy_file_free_void(gpointer p) {
+void policy_file_free_void(void *p) {
         policy_file_free(p);
 }
 
@@ -205,10 +205,6 @@ int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray 
         g_ptr_array_sort(files, compare_policy_files);
         *ret = g_steal_pointer(&files);
         return 0;
-}
-
-static void policy_free_void(gpointer p) {
-        policy_free(p);
 }
 
 int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret) {

@@ -19,6 +19,8 @@ typedef struct PolicyFile {
 } PolicyFile;
 
 PolicyFile *policy_file_free(PolicyFile *f);
+/* For arrays of them (GDestroyNotify). */
+void policy_file_free_void(void *p);
 
 /* Applies systemd drop-in rules across dirs (highest precedence first): *.conf only, same name
  * in a higher directory replaces a lower one, a /dev/null symlink or an empty file masks it,
