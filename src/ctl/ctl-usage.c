@@ -113,8 +113,7 @@ static void ask_unit_processes(sd_bus *bus, CtlUsageCall *c, guint index) {
         UnitCall *u;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "GetUnitProcesses");
+        r = sd_bus_message_new_method_call(bus, &call, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses");
         if (r >= 0)
                 r = sd_bus_message_append(call, "s", unit->unit);
         if (r < 0) {

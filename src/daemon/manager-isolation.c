@@ -2,11 +2,8 @@
 #include "log.h"
 #include "manager-isolation.h"
 #include "procfs.h"
+#include "thpd-bus.h"
 #include "util.h"
-
-#define SYSTEMD_SERVICE "org.freedesktop.systemd1"
-#define SYSTEMD_PATH "/org/freedesktop/systemd1"
-#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
 
 typedef struct IsolationCall {
         Manager *manager;

@@ -3,6 +3,7 @@
 #include "manager-bus.h"
 #include "manager-usage.h"
 #include "manager.h"
+#include "thpd-bus.h"
 #include "usage-read.h"
 #include "util.h"
 
@@ -179,9 +180,8 @@ static int ask_processes(Manager *m, UsageRow *row) {
         sd_bus_slot *slot = NULL;
         int r;
 
-        r = sd_bus_call_method_async(m->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                     "org.freedesktop.systemd1.Manager", "GetUnitProcesses", on_processes_reply, row,
-                                     "s", row->unit);
+        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses",
+                                     on_processes_reply, row, "s", row->unit);
         if (r < 0)
                 return r;
         row->request->ref++;
