@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "thpd-bus.h"
+#include "unit-processes.h"
 #include "units.h"
 #include "util.h"
 
@@ -282,9 +283,11 @@ static int on_processes_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         t->processes_pending--;
         if (c->generation == t->generation && (u = g_hash_table_lookup(t->units, c->unit)) && is_exited(u)) {
+                g_autoptr(GArray) processes = NULL;
+
                 /* An error: the unit is gone already, and with it its processes. */
-                if (!sd_bus_message_is_method_error(m, NULL) && sd_bus_message_enter_container(m, 'a', "(sus)") >= 0)
-                        any = sd_bus_message_enter_container(m, 'r', "sus") > 0;
+                if (!sd_bus_message_is_method_error(m, NULL) && unit_processes_read(m, &processes) >= 0)
+                        any = processes->len > 0;
                 log_debug("%s: exited, %s", u->name, any ? "processes left in its control group" : "nothing left running");
                 if (any != u->exited_with_processes) {
                         u->exited_with_processes = any;
