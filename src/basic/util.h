@@ -12,10 +12,7 @@
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _pure_ __attribute__((pure))
-#define _fallthrough_ __attribute__((fallthrough))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
