@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <glib.h>
 #include <math.h>
 
@@ -70,8 +71,9 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         double d;
         int r;
 
-        if (!cfg || !key || !value)
-                return -EINVAL;
+        /* A NULL value is refused by each key's parser, as a malformed one. */
+        assert(cfg);
+        assert(key);
 
         if (streq(key, "Action")) {
                 StormAction a = storm_action_from_string(value);
@@ -534,8 +536,8 @@ int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret
         KnobValue votes[_KNOB_MAX];
         int r;
 
-        if (!cfg || level > STORM_MITIGATION_LEVEL_MAX)
-                return -EINVAL;
+        assert(cfg);
+        assert(level <= STORM_MITIGATION_LEVEL_MAX);
 
         FOREACH_KNOB(k)
                 votes[k] = KNOB_VALUE_UNSET;

@@ -102,7 +102,8 @@ void storm_config_init_defaults(StormConfig *cfg);
 /* STORM_WAKE_PERCENT, or PressurePercent= when that is lower. */
 double storm_config_wake_percent(const StormConfig *cfg);
 /* Sets one [Storm] key from thpd.conf. -ENOENT for an unknown key, -EINVAL for a value that does
- * not parse, -ERANGE for one outside the key's range; cfg is unchanged on error. */
+ * not parse (NULL included), -ERANGE for one outside the key's range; cfg is unchanged on error.
+ * cfg and key must not be NULL. */
 int storm_config_set(StormConfig *cfg, const char *key, const char *value);
 
 /* One reading of every signal, taken at timestamp_usec (CLOCK_MONOTONIC). */
@@ -226,5 +227,5 @@ unsigned storm_kind_mitigation_start(StormKind kind);
  *            pages_to_scan=2048
  *   level 3: + enabled=madvise
  * Resolution counts them in the strictest-wins contest, so a stricter policy or an override is
- * never loosened. -EINVAL for a level above STORM_MITIGATION_LEVEL_MAX. */
+ * never loosened. level is at most STORM_MITIGATION_LEVEL_MAX (asserted). */
 int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret[_KNOB_MAX]);
