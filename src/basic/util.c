@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <glib.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -70,6 +72,47 @@ int parse_duration_usec(const char *s, uint64_t *ret) {
         };
 
         return parse_with_units(s, table, ELEMENTSOF(table), ret);
+}
+
+int parse_duration_usec_in_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        uint64_t v;
+        int r;
+
+        r = parse_duration_usec(s, &v);
+        if (r < 0)
+                return r;
+        if (v < min || v > max)
+                return -ERANGE;
+
+        *ret = v;
+        return 0;
+}
+
+int parse_double_in_range(const char *s, bool percent, double min, bool min_inclusive, double max, double *ret) {
+        g_autofree char *copy = NULL;
+        char *end = NULL;
+        size_t len;
+        double d;
+
+        if (!s || !g_ascii_isdigit(s[0]))
+                return -EINVAL;
+
+        copy = g_strdup(s);
+        len = strlen(copy);
+        if (percent && copy[len - 1] == '%')
+                copy[len - 1] = '\0';
+
+        errno = 0;
+        d = g_ascii_strtod(copy, &end);
+        if (errno == ERANGE || !isfinite(d))
+                return -ERANGE;
+        if (end == copy || *end != '\0')
+                return -EINVAL;
+        if (d > max || d < min || (!min_inclusive && d == min))
+                return -ERANGE;
+
+        *ret = d;
+        return 0;
 }
 
 const char *format_page_size(uint64_t kb, char buf[static 24]) {

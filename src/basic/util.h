@@ -12,15 +12,19 @@
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _pure_ __attribute__((pure))
-#define _fallthrough_ __attribute__((fallthrough))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+/* a + b, or UINT64_MAX where the sum would wrap: a total of pages asked for must not wrap round
+ * to a small pool. */
+static inline uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
+#define USEC_PER_DAY (86400 * USEC_PER_SEC)
 
 static inline void freep(void *p) {
         free(*(void **) p);
@@ -117,10 +121,10 @@ size_t sorted_strings_search(const char *const *sorted, size_t n, const char *na
                 _fd_;                            \
         })
 
-/* Parses an unsigned decimal number; rejects signs, blanks, trailing junk and overflow. */
 /* True for a non-empty string of ASCII digits only. */
 bool string_is_digits(const char *s);
 
+/* Parses an unsigned decimal number; rejects signs, blanks, trailing junk and overflow. */
 int parse_u64(const char *s, uint64_t *ret);
 
 /* Parses "8G", "512M", "2048k", "4096" (bytes) with binary multipliers (K, M, G, T; optional B/iB). */
@@ -128,6 +132,13 @@ int parse_size(const char *s, uint64_t *ret);
 
 /* Parses "30s", "5min", "2h", "100ms", "1d" or a bare number of seconds into microseconds. */
 int parse_duration_usec(const char *s, uint64_t *ret);
+/* The same, refusing with -ERANGE a duration below min or above max. */
+int parse_duration_usec_in_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+/* Parses a decimal number ("0.5", "12", "1e3"), with a trailing '%' where percent is set, in
+ * [min, max] ((min, max] unless min_inclusive). The same in every locale, as a configuration file
+ * is. Signs, blanks, "inf" and "nan" are -EINVAL, a number out of range -ERANGE. */
+int parse_double_in_range(const char *s, bool percent, double min, bool min_inclusive, double max, double *ret);
 
 /* Formats a size in kB as the kernel's page-size suffix would ("2048kB" -> "2M"). */
 const char *format_page_size(uint64_t kb, char buf[static 24]);

@@ -93,6 +93,10 @@ Policy *policy_free(Policy *p) {
         return NULL;
 }
 
+void policy_free_void(void *p) {
+        policy_free(p);
+}
+
 PolicyParser *policy_parser_free(PolicyParser *p) {
         if (!p)
                 return NULL;

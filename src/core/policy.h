@@ -54,6 +54,8 @@ _Static_assert(_KNOB_MAX < 64, "Policy.unset_knobs has a bit per knob");
 
 Policy *policy_free(Policy *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Policy, policy_free)
+/* For arrays of policies (GDestroyNotify). */
+void policy_free_void(void *p);
 
 typedef enum PolicyParseFlags {
         /* Unknown sections and keys are errors (thpd-ctl verify: a typo must not ship) rather

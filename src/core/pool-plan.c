@@ -16,10 +16,6 @@ static const char *const pool_action_table[_POOL_ACTION_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(pool_action, PoolAction);
 
-static uint64_t add_saturating(uint64_t a, uint64_t b) {
-        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 void pool_plan_step(const PoolTarget *t, const PoolObservation *o, PoolStep *ret) {
         PoolStep step = {
                 .current = o->current,

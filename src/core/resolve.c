@@ -133,10 +133,6 @@ static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
         return &t->pools[t->n_pools++];
 }
 
-static uint64_t add_saturating(uint64_t a, uint64_t b) {
-        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 void resolve(const ResolveInput *in, Target *ret) {
         *ret = (Target) {};
 

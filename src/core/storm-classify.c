@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <glib.h>
 #include <math.h>
 
@@ -51,52 +52,6 @@ double storm_config_wake_percent(const StormConfig *cfg) {
         return MIN(cfg->pressure_percent, STORM_WAKE_PERCENT);
 }
 
-/* A decimal number, optionally with a '%' when percent is set. Locale-independent, because
- * thpd.conf is the same file in every locale. */
-static int parse_number(const char *s, bool percent, double min, bool min_inclusive, double max, double *ret) {
-        g_autofree char *copy = NULL;
-        char *end = NULL;
-        size_t len;
-        double d;
-
-        if (!s || !g_ascii_isdigit(s[0]))
-                return -EINVAL;
-
-        copy = g_strdup(s);
-        len = strlen(copy);
-        if (percent && copy[len - 1] == '%')
-                copy[len - 1] = '\0';
-
-        errno = 0;
-        d = g_ascii_strtod(copy, &end);
-        if (errno == ERANGE || !isfinite(d))
-                return -ERANGE;
-        if (end == copy || *end != '\0')
-                return -EINVAL;
-        if (d > max || d < min || (!min_inclusive && d == min))
-                return -ERANGE;
-
-        *ret = d;
-        return 0;
-}
-
-static int parse_duration_in_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
-        uint64_t v;
-        int r;
-
-        r = parse_duration_usec(s, &v);
-        if (r < 0)
-                return r;
-        if (v < min || v > max)
-                return -ERANGE;
-
-        *ret = v;
-        return 0;
-}
-
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_DAY (86400 * STORM_USEC_PER_SEC)
-
 int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         /* Durations: the lower bounds keep the sampler from spinning, the upper ones catch a unit
          * typed wrong ("10d" for "10s"). The short minima let tests run in well under a second. */
@@ -105,19 +60,20 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
                 size_t offset;
                 uint64_t min, max;
         } durations[] = {
-                { "Window",           offsetof(StormConfig, window_usec),             100 * USEC_PER_MSEC, 3600 * STORM_USEC_PER_SEC },
+                { "Window",           offsetof(StormConfig, window_usec),             100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC },
                 { "StormAfter",       offsetof(StormConfig, storm_after_usec),        0,                   USEC_PER_DAY },
                 { "CoolAfter",        offsetof(StormConfig, cool_after_usec),         0,                   USEC_PER_DAY },
                 { "EscalateAfter",    offsetof(StormConfig, escalate_after_usec),     0,                   USEC_PER_DAY },
                 { "HoldDown",         offsetof(StormConfig, hold_down_usec),          0,                   USEC_PER_DAY },
-                { "SampleInterval",   offsetof(StormConfig, sample_interval_usec),    10 * USEC_PER_MSEC,  60 * STORM_USEC_PER_SEC },
-                { "IdlePollInterval", offsetof(StormConfig, idle_poll_interval_usec), 10 * USEC_PER_MSEC,  3600 * STORM_USEC_PER_SEC },
+                { "SampleInterval",   offsetof(StormConfig, sample_interval_usec),    10 * USEC_PER_MSEC,  60 * USEC_PER_SEC },
+                { "IdlePollInterval", offsetof(StormConfig, idle_poll_interval_usec), 10 * USEC_PER_MSEC,  3600 * USEC_PER_SEC },
         };
         double d;
         int r;
 
-        if (!cfg || !key || !value)
-                return -EINVAL;
+        /* A NULL value is refused by each key's parser, as a malformed one. */
+        assert(cfg);
+        assert(key);
 
         if (streq(key, "Action")) {
                 StormAction a = storm_action_from_string(value);
@@ -143,7 +99,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
 
         if (streq(key, "CompactFailsPerSec")) {
                 /* 0 would make any window with a failed compaction in it hot. */
-                r = parse_number(value, false, 0.0, false, HUGE_VAL, &d);
+                r = parse_double_in_range(value, false, 0.0, false, HUGE_VAL, &d);
                 if (r < 0)
                         return r;
                 cfg->compact_fails_per_sec = d;
@@ -151,7 +107,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         }
 
         if (streq(key, "CompactStallsPerSec")) {
-                r = parse_number(value, false, 0.0, true, HUGE_VAL, &d);
+                r = parse_double_in_range(value, false, 0.0, true, HUGE_VAL, &d);
                 if (r < 0)
                         return r;
                 cfg->compact_stalls_per_sec = d;
@@ -159,7 +115,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         }
 
         if (streq(key, "FailRatio")) {
-                r = parse_number(value, false, 0.0, true, 1.0, &d);
+                r = parse_double_in_range(value, false, 0.0, true, 1.0, &d);
                 if (r < 0)
                         return r;
                 cfg->fail_ratio = d;
@@ -168,7 +124,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
 
         if (streq(key, "PressurePercent")) {
                 /* 0 would make the PSI wake-up trigger fire on any stall at all. */
-                r = parse_number(value, true, 0.0, false, 100.0, &d);
+                r = parse_double_in_range(value, true, 0.0, false, 100.0, &d);
                 if (r < 0)
                         return r;
                 cfg->pressure_percent = d;
@@ -176,7 +132,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
         }
 
         if (streq(key, "KthreadCpuPercent")) {
-                r = parse_number(value, true, 0.0, false, 100.0, &d);
+                r = parse_double_in_range(value, true, 0.0, false, 100.0, &d);
                 if (r < 0)
                         return r;
                 cfg->kthread_cpu_percent = d;
@@ -185,7 +141,7 @@ int storm_config_set(StormConfig *cfg, const char *key, const char *value) {
 
         for (size_t i = 0; i < ELEMENTSOF(durations); i++)
                 if (streq(key, durations[i].key))
-                        return parse_duration_in_range(value, durations[i].min, durations[i].max,
+                        return parse_duration_usec_in_range(value, durations[i].min, durations[i].max,
                                                        (uint64_t *) ((uint8_t *) cfg + durations[i].offset));
 
         return -ENOENT;
@@ -286,7 +242,7 @@ static double one_thread_percent(uint64_t cpu_usec, uint64_t covered_usec) {
 }
 
 static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
-        double secs = (double) d->duration_usec / (double) STORM_USEC_PER_SEC;
+        double secs = (double) d->duration_usec / (double) USEC_PER_SEC;
         const VmStat *v = &d->vmstat;
 
         *ret = (StormFigures) {
@@ -542,7 +498,7 @@ bool storm_state_is_idle(const StormState *s) {
 
 char *storm_figures_describe(StormKind kind, const StormFigures *f) {
         g_autofree char *psi = NULL;
-        double secs = (double) f->window_usec / (double) STORM_USEC_PER_SEC;
+        double secs = (double) f->window_usec / (double) USEC_PER_SEC;
 
         psi = f->has_psi_memory ? g_strdup_printf("memory pressure %.1f%%", f->psi_memory_some_percent)
                                 : g_strdup("memory pressure unknown (no PSI)");
@@ -580,8 +536,8 @@ int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret
         KnobValue votes[_KNOB_MAX];
         int r;
 
-        if (!cfg || level > STORM_MITIGATION_LEVEL_MAX)
-                return -EINVAL;
+        assert(cfg);
+        assert(level <= STORM_MITIGATION_LEVEL_MAX);
 
         FOREACH_KNOB(k)
                 votes[k] = KNOB_VALUE_UNSET;

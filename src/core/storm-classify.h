@@ -6,11 +6,10 @@
 
 #include "knob.h"
 #include "procfs-parse.h"
+#include "util.h"
 
 /* Storm classification: a pure function from counter samples to a per-kind phase. No I/O here;
  * storm.c reads the samples and reports what this decides. */
-
-#define STORM_USEC_PER_SEC UINT64_C(1000000)
 
 typedef enum StormKind {
         STORM_KIND_DIRECT_COMPACTION, /* faulting tasks stall in direct compaction */
@@ -67,14 +66,14 @@ StormAction storm_action_from_string(const char *s);
 #define STORM_DEFAULT_COMPACT_STALLS_PER_SEC 1.0
 #define STORM_DEFAULT_PRESSURE_PERCENT 10.0
 #define STORM_DEFAULT_KTHREAD_CPU_PERCENT 25.0
-#define STORM_DEFAULT_WINDOW_USEC (1 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_STORM_AFTER_USEC (3 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_COOL_AFTER_USEC (60 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_ESCALATE_AFTER_USEC (120 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_HOLD_DOWN_USEC (600 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_WINDOW_USEC (1 * USEC_PER_SEC)
+#define STORM_DEFAULT_STORM_AFTER_USEC (3 * USEC_PER_SEC)
+#define STORM_DEFAULT_COOL_AFTER_USEC (60 * USEC_PER_SEC)
+#define STORM_DEFAULT_ESCALATE_AFTER_USEC (120 * USEC_PER_SEC)
+#define STORM_DEFAULT_HOLD_DOWN_USEC (600 * USEC_PER_SEC)
 #define STORM_DEFAULT_MITIGATION_DEFRAG "defer"
-#define STORM_DEFAULT_SAMPLE_INTERVAL_USEC (1 * STORM_USEC_PER_SEC)
-#define STORM_DEFAULT_IDLE_POLL_INTERVAL_USEC (10 * STORM_USEC_PER_SEC)
+#define STORM_DEFAULT_SAMPLE_INTERVAL_USEC (1 * USEC_PER_SEC)
+#define STORM_DEFAULT_IDLE_POLL_INTERVAL_USEC (10 * USEC_PER_SEC)
 
 typedef struct StormConfig {
         StormAction action;
@@ -103,7 +102,8 @@ void storm_config_init_defaults(StormConfig *cfg);
 /* STORM_WAKE_PERCENT, or PressurePercent= when that is lower. */
 double storm_config_wake_percent(const StormConfig *cfg);
 /* Sets one [Storm] key from thpd.conf. -ENOENT for an unknown key, -EINVAL for a value that does
- * not parse, -ERANGE for one outside the key's range; cfg is unchanged on error. */
+ * not parse (NULL included), -ERANGE for one outside the key's range; cfg is unchanged on error.
+ * cfg and key must not be NULL. */
 int storm_config_set(StormConfig *cfg, const char *key, const char *value);
 
 /* One reading of every signal, taken at timestamp_usec (CLOCK_MONOTONIC). */
@@ -227,5 +227,5 @@ unsigned storm_kind_mitigation_start(StormKind kind);
  *            pages_to_scan=2048
  *   level 3: + enabled=madvise
  * Resolution counts them in the strictest-wins contest, so a stricter policy or an override is
- * never loosened. -EINVAL for a level above STORM_MITIGATION_LEVEL_MAX. */
+ * never loosened. level is at most STORM_MITIGATION_LEVEL_MAX (asserted). */
 int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret[_KNOB_MAX]);

@@ -63,7 +63,7 @@ int ctl_bus_open(const CtlOptions *o, sd_bus **ret) {
 
 static bool error_means_not_running(const sd_bus_error *e) {
         return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
-                                      "org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.systemd1.UnitMasked") ||
+                                      SYSTEMD_ERROR_NO_SUCH_UNIT, SYSTEMD_ERROR_UNIT_MASKED) ||
                (e->name && g_str_has_prefix(e->name, "org.freedesktop.DBus.Error.Spawn."));
 }
 

@@ -6,7 +6,7 @@
 #include "ctl-json.h"
 #include "ctl-usage.h"
 #include "log.h"
-#include "usage-read.h"
+#include "unit-processes.h"
 #include "util.h"
 
 /* Reading smaps_rollup of many processes, and the manager's answers, can take a while on a big
@@ -62,11 +62,8 @@ static void unit_call_free(gpointer p) {
 }
 
 static void read_unit_here(sd_bus_message *reply, CtlUnitUsage *u) {
-        g_autoptr(GArray) processes = g_array_new(FALSE, TRUE, sizeof(UsageProcess));
-        g_autoptr(GPtrArray) cgroups = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GArray) processes = NULL;
         const sd_bus_error *error = sd_bus_message_get_error(reply);
-        const char *cgroup;
-        uint32_t pid;
         UnitUsage usage;
         int r;
 
@@ -75,19 +72,12 @@ static void read_unit_here(sd_bus_message *reply, CtlUnitUsage *u) {
                           error->message ?: strerror(sd_bus_message_get_errno(reply)));
                 return;
         }
-        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(sus)", &cgroup, &pid, NULL)) > 0) {
-                char *copy = g_strdup(cgroup);
-                UsageProcess p = { (pid_t) pid, copy };
-
-                g_ptr_array_add(cgroups, copy);
-                g_array_append_val(processes, p);
-        }
+        r = unit_processes_read(reply, &processes);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot read its processes: %m", u->unit);
                 return;
         }
-        r = usage_read_unit("/sys/fs/cgroup", "/proc", (UsageProcess *) processes->data, processes->len, &usage);
+        r = usage_read_unit("/sys/fs/cgroup", "/proc", (const UnitProcess *) processes->data, processes->len, &usage);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot tell how much THP it holds: %m", u->unit);
                 return;
@@ -113,8 +103,7 @@ static void ask_unit_processes(sd_bus *bus, CtlUsageCall *c, guint index) {
         UnitCall *u;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "GetUnitProcesses");
+        r = sd_bus_message_new_method_call(bus, &call, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses");
         if (r >= 0)
                 r = sd_bus_message_append(call, "s", unit->unit);
         if (r < 0) {

@@ -2,11 +2,9 @@
 #include "log.h"
 #include "manager-isolation.h"
 #include "procfs.h"
+#include "thpd-bus.h"
+#include "unit-processes.h"
 #include "util.h"
-
-#define SYSTEMD_SERVICE "org.freedesktop.systemd1"
-#define SYSTEMD_PATH "/org/freedesktop/systemd1"
-#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
 
 typedef struct IsolationCall {
         Manager *manager;
@@ -68,17 +66,22 @@ static void read_via(const Manager *m, Isolation *i) {
 /* Reads THP_enabled of each process in the reply: one that keeps THP is enough to say the
  * unit is not isolated (isolation_classify_process() tells one still starting). */
 static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
+        g_autoptr(GArray) processes = NULL;
         char buf[24];
-        const char *cgroup, *cmdline, *mode = knob_value_to_string(KNOB_ENABLED, i->mode, buf);
+        const char *mode = knob_value_to_string(KNOB_ENABLED, i->mode, buf);
         unsigned n = 0, unreadable = 0, starting = 0;
-        uint32_t pid;
         int r;
 
-        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(sus)", &cgroup, &pid, &cmdline)) > 0) {
+        r = unit_processes_read(reply, &processes);
+        if (r < 0) {
+                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot read its processes: %s", strerror(-r)));
+                return;
+        }
+        for (guint k = 0; k < processes->len; k++) {
+                const UnitProcess *p = &g_array_index(processes, UnitProcess, k);
                 ProcThpStatus st;
 
-                if (procfs_read_thp_status(m->procfs_root, (pid_t) pid, &st) < 0) {
+                if (procfs_read_thp_status(m->procfs_root, p->pid, &st) < 0) {
                         /* Gone since the answer, or a kernel before 5.0. */
                         unreadable++;
                         continue;
@@ -97,22 +100,20 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                  * PR_THP_DISABLE_EXCEPT_ADVISED: only the full disable it fell back to shows. */
                 if (!streq(mode, "never")) {
                         set_state(i, ISOLATION_UNVERIFIED,
-                                  g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %u, %s, "
-                                                  "has THP_enabled: 1)", pid, cmdline));
+                                  g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %d, %s, "
+                                                  "has THP_enabled: 1)", (int) p->pid, p->cmdline));
                         return;
                 }
                 set_state(i, ISOLATION_NOT_ISOLATED,
                           i->via == SCOPE_VIA_NONE
-                                  ? g_strdup_printf("PID %u (%s) has THP_enabled: 1; thpd-generator wrote no drop-in "
+                                  ? g_strdup_printf("PID %d (%s) has THP_enabled: 1; thpd-generator wrote no drop-in "
                                                     "for it (a transient unit, or one installed after the last "
-                                                    "daemon-reload)", pid, cmdline)
-                                  : g_strdup_printf("PID %u (%s) has THP_enabled: 1; it started before "
-                                                    "thpd-generator's drop-in took effect", pid, cmdline));
+                                                    "daemon-reload)", (int) p->pid, p->cmdline)
+                                  : g_strdup_printf("PID %d (%s) has THP_enabled: 1; it started before "
+                                                    "thpd-generator's drop-in took effect", (int) p->pid, p->cmdline));
                 return;
         }
-        if (r < 0)
-                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot read its processes: %s", strerror(-r)));
-        else if (n == 0)
+        if (n == 0)
                 set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("no process could be read (%u gone or without "
                                                                    "THP_enabled:)", unreadable));
         else if (starting > 0)

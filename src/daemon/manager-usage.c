@@ -3,7 +3,8 @@
 #include "manager-bus.h"
 #include "manager-usage.h"
 #include "manager.h"
-#include "usage-read.h"
+#include "thpd-bus.h"
+#include "unit-processes.h"
 #include "util.h"
 
 /* GetUnitUsage calls waiting for the systemd manager at once; beyond, a caller gets
@@ -16,9 +17,7 @@ typedef struct UsageRow {
         UsageRequest *request;
         char *unit;
         const char *policy;      /* borrowed from the request's policy names */
-        GArray *pids;            /* pid_t */
-        GPtrArray *cgroups;      /* char*, one per pid */
-        bool listed;             /* the manager answered with its processes */
+        GArray *processes;       /* UnitProcess; NULL until the manager answered with them */
 } UsageRow;
 
 struct UsageRequest {
@@ -35,8 +34,8 @@ static void usage_row_free(gpointer p) {
         UsageRow *row = p;
 
         g_free(row->unit);
-        g_array_unref(row->pids);
-        g_ptr_array_unref(row->cgroups);
+        if (row->processes)
+                g_array_unref(row->processes);
         g_free(row);
 }
 
@@ -95,8 +94,6 @@ static void collect_units(UsageRequest *req) {
                                 .request = req,
                                 .unit = g_strdup(unit),
                                 .policy = name,
-                                .pids = g_array_new(FALSE, FALSE, sizeof(pid_t)),
-                                .cgroups = g_ptr_array_new_with_free_func(g_free),
                         };
                         g_ptr_array_add(req->rows, row);
                 }
@@ -104,14 +101,12 @@ static void collect_units(UsageRequest *req) {
 }
 
 static int append_row(sd_bus_message *reply, const Manager *m, const UsageRow *row) {
-        g_autofree UsageProcess *processes = g_new0(UsageProcess, row->pids->len + 1);
         UnitUsage u = { USAGE_UNKNOWN, USAGE_UNKNOWN, USAGE_SOURCE_NONE };
         int r;
 
-        for (guint i = 0; i < row->pids->len; i++)
-                processes[i] = (UsageProcess) { g_array_index(row->pids, pid_t, i), g_ptr_array_index(row->cgroups, i) };
-        if (row->listed) {
-                r = usage_read_unit(m->cgroupfs_root, m->procfs_root, processes, row->pids->len, &u);
+        if (row->processes) {
+                r = usage_read_unit(m->cgroupfs_root, m->procfs_root, (const UnitProcess *) row->processes->data,
+                                    row->processes->len, &u);
                 if (r < 0)
                         log_debug_errno(r, "%s: cannot tell how much THP it holds: %m", row->unit);
         }
@@ -142,24 +137,15 @@ static int reply_usage(UsageRequest *req) {
 static int on_processes_reply(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         UsageRow *row = userdata;
         UsageRequest *req = row->request;
-        const char *cgroup;
-        uint32_t pid;
         int r;
 
         if (sd_bus_message_is_method_error(msg, NULL))
                 log_debug("%s: the systemd manager did not list its processes: %s", row->unit,
                           sd_bus_message_get_error(msg)->message);
         else {
-                r = sd_bus_message_enter_container(msg, 'a', "(sus)");
-                while (r >= 0 && (r = sd_bus_message_read(msg, "(sus)", &cgroup, &pid, NULL)) > 0) {
-                        pid_t p = (pid_t) pid;
-
-                        g_array_append_val(row->pids, p);
-                        g_ptr_array_add(row->cgroups, g_strdup(cgroup));
-                }
+                r = unit_processes_read(msg, &row->processes);
                 if (r < 0)
                         log_debug_errno(r, "%s: cannot read its processes: %m", row->unit);
-                row->listed = r >= 0;
         }
         if (--req->unanswered == 0 && req->call)
                 (void) reply_usage(req);
@@ -179,9 +165,8 @@ static int ask_processes(Manager *m, UsageRow *row) {
         sd_bus_slot *slot = NULL;
         int r;
 
-        r = sd_bus_call_method_async(m->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                     "org.freedesktop.systemd1.Manager", "GetUnitProcesses", on_processes_reply, row,
-                                     "s", row->unit);
+        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses",
+                                     on_processes_reply, row, "s", row->unit);
         if (r < 0)
                 return r;
         row->request->ref++;

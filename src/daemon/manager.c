@@ -17,14 +17,6 @@ static void pool_status_clear(gpointer p) {
         g_clear_pointer(&s->shortfall, g_free);
 }
 
-static void policy_free_void(gpointer p) {
-        policy_free(p);
-}
-
-static void policy_file_free_void(gpointer p) {
-        policy_file_free(p);
-}
-
 static void unset_knobs(KnobValue *values) {
         FOREACH_KNOB(k)
                 values[k] = KNOB_VALUE_UNSET;

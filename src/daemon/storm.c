@@ -35,9 +35,9 @@ struct StormWatcher {
 };
 
 static char *format_usec(uint64_t usec) {
-        if (usec < STORM_USEC_PER_SEC)
+        if (usec < USEC_PER_SEC)
                 return g_strdup_printf("%" PRIu64 "ms", usec / 1000);
-        return g_strdup_printf("%" PRIu64 "s", (usec + STORM_USEC_PER_SEC / 2) / STORM_USEC_PER_SEC);
+        return g_strdup_printf("%" PRIu64 "s", (usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
 }
 
 static void rediscover_kthreads(StormWatcher *w) {
@@ -57,7 +57,7 @@ static void rediscover_kthreads(StormWatcher *w) {
 }
 
 static uint64_t ticks_to_usec(const StormWatcher *w, uint64_t ticks) {
-        return ticks * STORM_USEC_PER_SEC / w->clock_ticks_per_sec;
+        return ticks * USEC_PER_SEC / w->clock_ticks_per_sec;
 }
 
 static bool read_kthread(const StormWatcher *w, pid_t pid, bool (*is_comm)(const char *), uint64_t *cpu_usec) {
@@ -516,7 +516,7 @@ int storm_watcher_new(sd_event *e, const char *procfs_root, const StormConfig *c
                 /* Idle until the kernel reports pressure; the baseline will be taken then. */
                 w->has_prev = false;
                 log_debug("Storm watcher waiting on a PSI trigger (memory some %.1f%% of %" PRIu64 "s).",
-                          storm_config_wake_percent(&w->config), STORM_PSI_TRIGGER_WINDOW_USEC / STORM_USEC_PER_SEC);
+                          storm_config_wake_percent(&w->config), STORM_PSI_TRIGGER_WINDOW_USEC / USEC_PER_SEC);
         } else {
                 r = fall_back_to_polling(w, strerror(-r));
                 if (r < 0)

@@ -20,7 +20,7 @@
 
 /* PSI trigger window. Without CAP_SYS_RESOURCE the kernel only takes multiples of 2 s, and a
  * shorter window would only make the wake-up more eager. */
-#define STORM_PSI_TRIGGER_WINDOW_USEC (2 * STORM_USEC_PER_SEC)
+#define STORM_PSI_TRIGGER_WINDOW_USEC (2 * USEC_PER_SEC)
 
 typedef struct StormWatcher StormWatcher;
 

@@ -2,14 +2,10 @@
 #include <stdarg.h>
 
 #include "log.h"
+#include "thpd-bus.h"
+#include "unit-processes.h"
 #include "units.h"
 #include "util.h"
-
-#define SYSTEMD_SERVICE "org.freedesktop.systemd1"
-#define SYSTEMD_PATH "/org/freedesktop/systemd1"
-#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
-#define SYSTEMD_UNIT "org.freedesktop.systemd1.Unit"
-#define SYSTEMD_JOB "org.freedesktop.systemd1.Job"
 
 #define RETRY_USEC (5 * UINT64_C(1000000))
 
@@ -140,7 +136,7 @@ static TrackedUnit *track(UnitTracker *t, const char *name, const char *path) {
         /* systemd derives a unit's object path from its name, so a unit first seen in JobNew can
          * still be matched against later PropertiesChanged signals. */
         if (!path && (!u || !u->path) &&
-            sd_bus_path_encode("/org/freedesktop/systemd1/unit", name, &encoded) >= 0)
+            sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, name, &encoded) >= 0)
                 path = encoded;
 
         if (!u) {
@@ -287,9 +283,11 @@ static int on_processes_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         t->processes_pending--;
         if (c->generation == t->generation && (u = g_hash_table_lookup(t->units, c->unit)) && is_exited(u)) {
+                g_autoptr(GArray) processes = NULL;
+
                 /* An error: the unit is gone already, and with it its processes. */
-                if (!sd_bus_message_is_method_error(m, NULL) && sd_bus_message_enter_container(m, 'a', "(sus)") >= 0)
-                        any = sd_bus_message_enter_container(m, 'r', "sus") > 0;
+                if (!sd_bus_message_is_method_error(m, NULL) && unit_processes_read(m, &processes) >= 0)
+                        any = processes->len > 0;
                 log_debug("%s: exited, %s", u->name, any ? "processes left in its control group" : "nothing left running");
                 if (any != u->exited_with_processes) {
                         u->exited_with_processes = any;
@@ -464,7 +462,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
          * became active without a job, or after a re-enumeration) is recognised too. Decided
          * before the body is read: most units' signals are of no interest. */
         u = path ? g_hash_table_lookup(t->by_path, path) : NULL;
-        if (!u && (!path || sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0))
+        if (!u && (!path || sd_bus_path_decode(path, SYSTEMD_UNIT_PATH_PREFIX, &name) <= 0))
                 return 0;
         watched = t->run_watched && t->run_watched(u ? u->name : name, t->userdata);
         if (!u && !watched && !t->filter(name, t->userdata))
@@ -592,7 +590,7 @@ static int on_subscribe_reply(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         /* The manager keeps its subscribers across daemon-reexec: we are still subscribed. */
         if (sd_bus_message_is_method_error(m, NULL) &&
-            !sd_bus_message_is_method_error(m, "org.freedesktop.systemd1.AlreadySubscribed")) {
+            !sd_bus_message_is_method_error(m, SYSTEMD_ERROR_ALREADY_SUBSCRIBED)) {
                 if (!t->warned_unavailable)
                         log_warning("No systemd manager answers on the bus (%s); keeping the baseline and retrying every %us.",
                                     sd_bus_message_get_error(m)->message, (unsigned) (RETRY_USEC / 1000000));
@@ -740,7 +738,7 @@ int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActive
         ActiveStateQuery *q;
         int r;
 
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path);
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, unit, &path);
         if (r < 0)
                 return r;
         q = g_new0(ActiveStateQuery, 1);
@@ -789,7 +787,7 @@ int unit_tracker_start(UnitTracker *t) {
         r = sd_bus_add_match_async(t->bus, &t->match_slots[4],
                                    "type='signal',sender='" SYSTEMD_SERVICE "',"
                                    "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                                   "arg0='" SYSTEMD_UNIT "',path_namespace='/org/freedesktop/systemd1/unit'",
+                                   "arg0='" SYSTEMD_UNIT "',path_namespace='" SYSTEMD_UNIT_PATH_PREFIX "'",
                                    on_properties_changed, NULL, t);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch unit state changes: %m");

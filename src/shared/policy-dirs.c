@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,7 +45,7 @@ PolicyFile *policy_file_free(PolicyFile *f) {
         return NULL;
 }
 
-static void policy_file_free_void(gpointer p) {
+void policy_file_free_void(void *p) {
         policy_file_free(p);
 }
 
@@ -188,8 +189,8 @@ int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray 
         g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(policy_file_free_void);
         uid_t uid = policy_trusted_uid();
 
-        if (!dirs || !ret)
-                return -EINVAL;
+        assert(dirs);
+        assert(ret);
 
         for (size_t i = 0; dirs[i]; i++) {
                 bool seen = false;
@@ -205,10 +206,6 @@ int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray 
         g_ptr_array_sort(files, compare_policy_files);
         *ret = g_steal_pointer(&files);
         return 0;
-}
-
-static void policy_free_void(gpointer p) {
-        policy_free(p);
 }
 
 int policy_dirs_load(const char *const *dirs, Diagnostics *diag, GPtrArray **ret) {

@@ -19,11 +19,14 @@ typedef struct PolicyFile {
 } PolicyFile;
 
 PolicyFile *policy_file_free(PolicyFile *f);
+/* For arrays of them (GDestroyNotify). */
+void policy_file_free_void(void *p);
 
 /* Applies systemd drop-in rules across dirs (highest precedence first): *.conf only, same name
  * in a higher directory replaces a lower one, a /dev/null symlink or an empty file masks it,
  * lexical order, untrusted (not root-owned, or group/world-writable) files and directories are
- * skipped with a diagnostic. Missing directories are fine. ret: PolicyFile*, sorted by name. */
+ * skipped with a diagnostic. Missing directories are fine. ret: PolicyFile*, sorted by name.
+ * dirs (NULL-terminated) and ret must not be NULL. */
 int policy_dirs_enumerate(const char *const *dirs, Diagnostics *diag, GPtrArray **ret);
 
 /* Enumerates and parses: ret holds Policy* of every good, unmasked file in lexical order. */

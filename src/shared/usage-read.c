@@ -6,6 +6,13 @@
 #include "usage-read.h"
 #include "util.h"
 
+void unit_process_clear(void *p) {
+        UnitProcess *process = p;
+
+        g_clear_pointer(&process->cgroup, g_free);
+        g_clear_pointer(&process->cmdline, g_free);
+}
+
 /* Where the v2 hierarchy is mounted: the root itself on a unified host, "unified" below it on a
  * hybrid one; NULL on a host with v1 alone. */
 static const char *v2_hierarchy(const char *cgroupfs_root) {
@@ -68,7 +75,7 @@ static bool process_gone(pid_t pid) {
         return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
-static int read_smaps(const char *procfs_root, const UsageProcess *processes, size_t n, UnitUsage *ret) {
+static int read_smaps(const char *procfs_root, const UnitProcess *processes, size_t n, UnitUsage *ret) {
         UnitUsage sum = { .source = USAGE_SOURCE_SMAPS };
 
         for (size_t i = 0; i < n; i++) {
@@ -92,14 +99,14 @@ static int read_smaps(const char *procfs_root, const UsageProcess *processes, si
         return 0;
 }
 
-int usage_read_unit(const char *cgroupfs_root, const char *procfs_root, const UsageProcess *processes, size_t n,
+int usage_read_unit(const char *cgroupfs_root, const char *procfs_root, const UnitProcess *processes, size_t n,
                     UnitUsage *ret) {
         g_autofree char **paths = g_new0(char *, n + 1);
         g_autofree char *cgroup = NULL;
         UnitUsage u;
 
         for (size_t i = 0; i < n; i++)
-                paths[i] = (char *) processes[i].cgroup;
+                paths[i] = processes[i].cgroup;
         cgroup = usage_common_cgroup(paths, n);
 
         if (cgroup && read_v2(cgroupfs_root, cgroup, &u) >= 0) {

@@ -87,6 +87,7 @@ expected=(
         /usr/share/doc/thpd/outcomes/redis.png
         /usr/share/doc/thpd/outcomes/postgresql.png
         /usr/share/doc/thpd/packaging-redis-example.md
+        /usr/share/licenses/thpd/COPYING
         /usr/share/cockpit/thpd/manifest.json
         /usr/share/cockpit/thpd/index.html
         /usr/share/cockpit/thpd/thpd.js
@@ -137,6 +138,17 @@ done
 while read -r f; do
         fail "$f is writable by group or others; thpd would not trust it"
 done < <(find "$dest" \( -type f -o -type d \) -perm /022 -printf '/%P\n')
+
+# The licence goes where other distributions keep licences, as it is in the source tree. Debian
+# leaves it out (debian/not-installed) and points at its own copy, as Debian policy asks: no
+# package may ship it.
+cmp -s "$src/COPYING" "$dest/usr/share/licenses/thpd/COPYING" ||
+        fail "/usr/share/licenses/thpd/COPYING is not the source tree's COPYING"
+grep -qx 'usr/share/licenses/thpd/COPYING' "$src/debian/not-installed" ||
+        fail "debian/not-installed does not leave out usr/share/licenses/thpd/COPYING"
+if grep -Eq '^/?usr/share(/licenses)?/?$|^/?usr/share/licenses' "$src"/debian/*.install; then
+        fail "a debian/*.install ships /usr/share/licenses, which holds a common licence"
+fi
 
 # The Cockpit page: a manifest Cockpit can parse, and every file index.html loads is either the
 # page's own (installed beside it) or Cockpit's (../base1/cockpit.js from cockpit-bridge,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glib.h>
+#include <math.h>
 #include <string.h>
 
 #include "test-util.h"
@@ -168,9 +169,76 @@ START_TEST(test_closest_match) {
 }
 END_TEST
 
+START_TEST(test_parse_duration_usec_in_range) {
+        uint64_t v = 7;
+
+        ck_assert_int_eq(parse_duration_usec_in_range("100ms", 100 * USEC_PER_MSEC, USEC_PER_SEC, &v), 0);
+        ck_assert_uint_eq(v, 100 * USEC_PER_MSEC);
+        ck_assert_int_eq(parse_duration_usec_in_range("1s", 100 * USEC_PER_MSEC, USEC_PER_SEC, &v), 0);
+        ck_assert_uint_eq(v, USEC_PER_SEC);
+
+        v = 7;
+        ck_assert_int_eq(parse_duration_usec_in_range("99ms", 100 * USEC_PER_MSEC, USEC_PER_SEC, &v), -ERANGE);
+        ck_assert_int_eq(parse_duration_usec_in_range("1001ms", 100 * USEC_PER_MSEC, USEC_PER_SEC, &v), -ERANGE);
+        ck_assert_int_eq(parse_duration_usec_in_range("1x", 0, USEC_PER_DAY, &v), -EINVAL);
+        ck_assert_int_eq(parse_duration_usec_in_range(NULL, 0, USEC_PER_DAY, &v), -EINVAL);
+        ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+START_TEST(test_parse_double_in_range) {
+        double d = 7.0;
+
+        ck_assert_int_eq(parse_double_in_range("0.5", false, 0.0, true, 1.0, &d), 0);
+        ck_assert_double_eq(d, 0.5);
+        ck_assert_int_eq(parse_double_in_range("0", false, 0.0, true, 1.0, &d), 0);
+        ck_assert_double_eq(d, 0.0);
+        ck_assert_int_eq(parse_double_in_range("1", false, 0.0, true, 1.0, &d), 0);
+        ck_assert_double_eq(d, 1.0);
+        ck_assert_int_eq(parse_double_in_range("1e3", false, 0.0, false, HUGE_VAL, &d), 0);
+        ck_assert_double_eq(d, 1000.0);
+        ck_assert_int_eq(parse_double_in_range("12.5%", true, 0.0, false, 100.0, &d), 0);
+        ck_assert_double_eq(d, 12.5);
+        ck_assert_int_eq(parse_double_in_range("100", true, 0.0, false, 100.0, &d), 0);
+        ck_assert_double_eq(d, 100.0);
+
+        d = 7.0;
+        /* The minimum only where it is inclusive; anything past either end. */
+        ck_assert_int_eq(parse_double_in_range("0", false, 0.0, false, 1.0, &d), -ERANGE);
+        ck_assert_int_eq(parse_double_in_range("0.0%", true, 0.0, false, 100.0, &d), -ERANGE);
+        ck_assert_int_eq(parse_double_in_range("1.01", false, 0.0, true, 1.0, &d), -ERANGE);
+        ck_assert_int_eq(parse_double_in_range("1e999", false, 0.0, true, HUGE_VAL, &d), -ERANGE);
+        /* A '%' only where a percentage is wanted, and only once, at the end. */
+        ck_assert_int_eq(parse_double_in_range("5%", false, 0.0, true, 100.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("5%%", true, 0.0, true, 100.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("%", true, 0.0, true, 100.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("-1", false, -2.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("+1", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range(" 1", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("1 ", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range(".5", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("0,5", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("inf", false, 0.0, true, HUGE_VAL, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("nan", false, 0.0, true, HUGE_VAL, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range("", false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_int_eq(parse_double_in_range(NULL, false, 0.0, true, 1.0, &d), -EINVAL);
+        ck_assert_double_eq(d, 7.0);
+}
+END_TEST
+
+START_TEST(test_add_saturating) {
+        ck_assert_uint_eq(add_saturating(0, 0), 0);
+        ck_assert_uint_eq(add_saturating(2, 3), 5);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX - 1, 1), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX - 1, 2), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(1, UINT64_MAX), UINT64_MAX);
+        ck_assert_uint_eq(add_saturating(UINT64_MAX, UINT64_MAX), UINT64_MAX);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("basic-util");
-        TCase *tc = tcase_create("string-table"), *parse = tcase_create("parse");
+        TCase *tc = tcase_create("string-table"), *parse = tcase_create("parse"), *arith = tcase_create("arithmetic");
 
         tcase_add_test(tc, test_string_table);
         suite_add_tcase(s, tc);
@@ -178,6 +246,10 @@ int main(void) {
         tcase_add_test(parse, test_parse_size);
         tcase_add_test(parse, test_parse_duration_usec);
         tcase_add_test(parse, test_closest_match);
+        tcase_add_test(parse, test_parse_duration_usec_in_range);
+        tcase_add_test(parse, test_parse_double_in_range);
         suite_add_tcase(s, parse);
+        tcase_add_test(arith, test_add_saturating);
+        suite_add_tcase(s, arith);
         return test_run_suite(s);
 }

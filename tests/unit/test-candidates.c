@@ -82,10 +82,6 @@ static void fake_unit_free(gpointer p) {
         g_free(u);
 }
 
-static void policy_free_void(gpointer p) {
-        policy_free(p);
-}
-
 typedef struct World {
         uint64_t rng;
         GHashTable *units;      /* name -> FakeUnit*: the tracker's table */

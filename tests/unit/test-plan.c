@@ -33,10 +33,6 @@ static KnobValue value(Knob k, const char *word) {
         return v;
 }
 
-static void policy_free_void(void *p) {
-        policy_free(p);
-}
-
 static void setup(void) {
         plan_state_init(&F.state);
         F.policies = g_ptr_array_new_with_free_func(policy_free_void);

@@ -11,10 +11,6 @@ static Policy *policy(const char *name, const char *units) {
         return p;
 }
 
-static void policy_free_void(gpointer p) {
-        policy_free(p);
-}
-
 /* Plain names, templates, globs, a name twice in one policy and in two, a template that is also
  * written out as an instance, and entries that look like one kind but are another. */
 static GPtrArray *policies(void) {

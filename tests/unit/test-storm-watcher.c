@@ -13,7 +13,7 @@
  * plain file cannot carry a PSI trigger, so these runs use the IdlePollInterval= path. */
 
 #define MSEC UINT64_C(1000)
-#define SEC STORM_USEC_PER_SEC
+#define SEC USEC_PER_SEC
 #define WRITER_INTERVAL (10 * MSEC)
 #define TEST_TIMEOUT (20 * SEC)
 #define KHUGEPAGED_PID 38

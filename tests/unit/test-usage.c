@@ -173,7 +173,7 @@ static char *subdir(const char *name) {
 
 static const char SMAPS_2M[] = "00400000-7ffc0000 ---p 00000000 00:00 0 [rollup]\nAnonHugePages:  2048 kB\n"
                                "ShmemPmdMapped:  0 kB\n";
-static const char UNIT[] = "/system.slice/redis-server.service";
+#define UNIT "/system.slice/redis-server.service"
 
 static void write_process(const char *proc, pid_t pid, const char *cgroup_lines, const char *smaps) {
         g_autofree char *cg = g_strdup_printf("%d/cgroup", (int) pid);
@@ -187,7 +187,7 @@ START_TEST(test_read_unified) {
         g_autofree char *cg = subdir("cgroup"), *proc = subdir("proc");
         g_autofree char *stat = g_build_filename(UNIT + 1, "memory.stat", NULL);
         g_autofree char *v2 = read_fixture("memory.stat-v2-composed");
-        const UsageProcess ps[] = { { 10, UNIT }, { 11, "/system.slice/redis-server.service/sub" } };
+        const UnitProcess ps[] = { { .pid = 10, .cgroup = UNIT }, { .pid = 11, .cgroup = "/system.slice/redis-server.service/sub" } };
         UnitUsage u;
 
         test_write_file(cg, "cgroup.controllers", "cpu io memory pids\n");
@@ -204,7 +204,7 @@ START_TEST(test_read_hybrid) {
         g_autofree char *cg = subdir("cgroup"), *proc = subdir("proc");
         g_autofree char *v1_stat = g_build_filename("memory", UNIT, "memory.stat", NULL);
         g_autofree char *v1 = read_fixture("memory.stat-v1-6.18");
-        const UsageProcess ps[] = { { 10, UNIT }, { 11, UNIT } };
+        const UnitProcess ps[] = { { .pid = 10, .cgroup = UNIT }, { .pid = 11, .cgroup = UNIT } };
         UnitUsage u;
 
         /* The v2 hierarchy of a hybrid host has no memory controller: no memory.stat there. */
@@ -233,8 +233,8 @@ START_TEST(test_read_smaps) {
         g_autofree char *cg = subdir("cgroup"), *proc = subdir("proc");
         /* Beyond any pid_max (2^22): a process that exited after the manager listed it. */
         const pid_t gone = INT32_MAX - 1;
-        const UsageProcess ps[] = { { 10, UNIT }, { gone, UNIT }, { 11, UNIT } };
-        const UsageProcess hidden[] = { { 10, UNIT }, { getpid(), UNIT } };
+        const UnitProcess ps[] = { { .pid = 10, .cgroup = UNIT }, { .pid = gone, .cgroup = UNIT }, { .pid = 11, .cgroup = UNIT } };
+        const UnitProcess hidden[] = { { .pid = 10, .cgroup = UNIT }, { .pid = getpid(), .cgroup = UNIT } };
         UnitUsage u;
 
         /* No cgroup file system at all, and one process has exited. */
@@ -265,7 +265,7 @@ END_TEST
 /* This process, read from the real /proc by the smaps source, holds the THP it just touched. */
 START_TEST(test_read_real_proc) {
         const size_t size = 32 * MIB;
-        const UsageProcess ps[] = { { getpid(), "/" } };
+        const UnitProcess ps[] = { { .pid = getpid(), .cgroup = "/" } };
         uint64_t before, after;
         UnitUsage u;
         char *p;
