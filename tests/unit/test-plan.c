@@ -114,15 +114,8 @@ static void run_one(const Policy *p, const PlanUnit *units, size_t n_units) {
 }
 
 /* What the daemon does with the plan, as far as the next plan sees it: every write succeeds, and
- * the kernel keeps what thpd last read or wrote (plan_knob_commit()).
- *
- * noipa: Debian 12's GCC 12.2 at -O1 and above deletes calls to this function once two tests
- * make them: its interprocedural pure-const analysis marks it "locally const" although it
- * stores to the fixture, whose address escapes into plan() through PlanInput. UBSan reports
- * nothing, -fno-ipa-pure-const -fno-ipa-reference -fno-ipa-modref together keep the calls, and
- * GCC 14.2 (Debian 13) keeps them at -O1 and -O2: that points to the compiler, not to undefined
- * behaviour in the test or in plan(). */
-__attribute__((noipa)) static void actuate(void) {
+ * the kernel keeps what thpd last read or wrote (plan_knob_commit()). */
+static void actuate(void) {
         FOREACH_KNOB(k)
                 (void) plan_knob_commit(&F.plan.knobs[k], &F.current[k], &F.owned[k], &F.recorded[k]);
 }
