@@ -25,7 +25,9 @@ Stack
     host's /init.scope takes "/" as its cgroup root, so two stacks running at once (two test
     runs on one machine) would share /app.slice/NAME.service, and stopping a unit in one would
     kill the other's processes. Teardown stops the manager with SIGTERM (it stops its units),
-    kills whatever is left in that cgroup, and removes it.
+    kills whatever is left in that cgroup, and removes it. A test that needs a process outside
+    any unit makes a cgroup beside the manager's (make_cgroup()): the runner's own cgroup may be
+    a unit's, /init.scope where PID 1 is not systemd or a login session's scope.
 
 ScratchKernel
     A sysfs tree with kernel/mm/transparent_hugepage (kernel defaults, shown the way the kernel
@@ -242,6 +244,19 @@ def cgroup_hierarchies():
     return [CGROUP_ROOT / h for h in ('unified', 'systemd') if (CGROUP_ROOT / h / 'cgroup.procs').exists()]
 
 
+def process_unit(pid):
+    """The unit thpd names for a process: what procfs_parse_cgroup_unit() (src/core/procfs-parse.c)
+    reads in /proc/PID/cgroup, the deepest component of the cgroup v2 path ("0::/...") that
+    ends in .service or .scope; None when there is none or no v2 line. For a test that cannot
+    put a process where it wants (a cgroup tree it may not write) and must expect what the
+    process's real cgroup says."""
+    for line in Path(f'/proc/{pid}/cgroup').read_text().splitlines():
+        if line.startswith('0::/'):
+            units = [c for c in line[len('0::/'):].split('/') if c.endswith(('.service', '.scope'))]
+            return units[-1] if units else None
+    return None
+
+
 def _process_state(pid):
     """The one-letter state from /proc/PID/stat ("S", "R", "T", ...), or None."""
     try:
@@ -407,6 +422,21 @@ class Stack:
             self._remove_cgroup(name)
             return []
         self.cgroup_name = name
+        return procs
+
+    def make_cgroup(self, leaf):
+        """Creates LEAF beside the manager's init.scope, in each hierarchy of the stack's own
+        cgroup: a cgroup of no unit, as neither it nor a parent ends in .service or .scope
+        (whatever cgroup the test runner sits in, /init.scope or a login session's scope).
+        Returns the cgroup.procs files a process joins, or [] when the stack has no cgroup of
+        its own (see _make_cgroup). Removed, and whatever runs in it killed, with the stack."""
+        if self.cgroup_name is None:
+            return []
+        procs = []
+        for hierarchy in cgroup_hierarchies():
+            cgroup = hierarchy / self.cgroup_name / leaf
+            cgroup.mkdir(exist_ok=True)
+            procs.append(cgroup / 'cgroup.procs')
         return procs
 
     def _manager_answers(self):
