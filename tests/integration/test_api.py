@@ -549,7 +549,7 @@ class OverrideTest(ApiTestCase):
         self.assertRegex(self.ctl('status').stdout, r'Override: enabled=never defrag=defer until .* \(in \d+(ms|s)\)')
         self.assertEqual(self.ctl_json('show', 'Override')['override'], {'enabled': 'never', 'defrag': 'defer'})
 
-        self.wait_knobs(enabled='madvise', defrag='madvise', timeout=5)
+        self.wait_knobs(enabled='madvise', defrag='madvise', timeout=2 + thpdtest.DEFAULT_TIMEOUT)
         self.assertGreaterEqual(time.time(), expires - 0.1, 'the override ended before its time')
         self.assertEqual(busctl_property(self.stack, 'Override'), {})
         self.assertEqual(busctl_property(self.stack, 'OverrideExpiresAt'), 0)
