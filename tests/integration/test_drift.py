@@ -95,8 +95,10 @@ class DriftTest(ThpdTestCase):
     # reaches thpd through the bus daemon, while the write's inotify event comes from the kernel:
     # on a loaded machine the event can come first, and the write is then an unknown writer's,
     # which has a restore count of its own. Real writers (TuneD, sysfsutils) write well after
-    # their job began.
-    WRITER_DELAY = 'sleep 0.2; '
+    # their job began. A second, not 200 ms: with the load at 20 on two cores (six test runs at
+    # once) the signal can take some hundreds of milliseconds. Nothing thpd shows tells a test
+    # that it has read the JobNew of a unit no policy names, so this cannot be a wait for a state.
+    WRITER_DELAY = 'sleep 1; '
 
     def writer_command(self, knob, value, count_file=None):
         script = f'{self.WRITER_DELAY}echo {value} > {self.kernel.knob_path(knob)}'
