@@ -198,7 +198,7 @@ class BusTestCase(unittest.TestCase):
         flood.write_text(f'[Policy]\nUnits={FLOOD_UNIT}\n[TransparentHugePages]\nEnabled=never\n')
         flood.chmod(0o644)
         (cls.kernel_dir / 'thpd.conf').write_text(f'[Daemon]\nAwaitTimeout={AWAIT_TIMEOUT}s\n')
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=cls.address)
+        env = thpdtest.client_env(DBUS_SYSTEM_BUS_ADDRESS=cls.address)
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         # The system-bus mode: no --user. No systemd manager answers on this bus, so thpd keeps
         # the baseline and never sends READY=1; owning the name is what it gets to.
@@ -234,7 +234,7 @@ class BusTestCase(unittest.TestCase):
         return outcome
 
     def env(self):
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
+        env = thpdtest.client_env(DBUS_SYSTEM_BUS_ADDRESS=self.address)
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         return env
 

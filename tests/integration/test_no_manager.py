@@ -32,7 +32,7 @@ class NoManagerTest(unittest.TestCase):
         self.addCleanup(self.bus.terminate)
         self.addCleanup(self.bus.stdout.close)
         self.assertTrue(self.bus.stdout.readline().startswith('unix:'))
-        self.env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address, XDG_RUNTIME_DIR=str(self.tmp))
+        self.env = thpdtest.client_env(DBUS_SESSION_BUS_ADDRESS=address, XDG_RUNTIME_DIR=str(self.tmp))
         self.kernel = ScratchKernel(self.tmp / 'kernel')
         (self.tmp / 'policy.d').mkdir()
         (self.tmp / 'policy.d' / 'redis.conf').write_text(

@@ -321,8 +321,22 @@ def _session_bus_config():
     raise RuntimeError('no session.conf for dbus-daemon')
 
 
-# What Stack.env leaves out besides LC_* and THPD_*.
+# What client_env() leaves out besides LC_* and THPD_*.
 _CLIENT_ENV_UNSET = ('NOTIFY_SOCKET', 'LANGUAGE', 'SYSTEMD_COLORS', 'NO_COLOR', 'COLUMNS', 'LINES')
+
+
+def client_env(**settings):
+    """The runner's environment for thpd, thpd-ctl and busctl, updated by settings.
+
+    The tests read what these print, so nothing of the runner's own environment that changes
+    it comes through: the locale is C.UTF-8 (thpd-ctl draws ASCII under LC_ALL=C), and
+    colours, the terminal width and thpd's own variables are unset. A test of another locale,
+    colours or width sets them itself."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(('LC_', 'THPD_')) and name not in _CLIENT_ENV_UNSET}
+    env['LANG'] = 'C.UTF-8'
+    env.update(settings)
+    return env
 
 
 class Stack:
@@ -364,18 +378,9 @@ class Stack:
 
     @property
     def env(self):
-        """Environment for clients of this stack (systemctl --user, busctl --user, thpd --user).
-
-        The tests read what the clients print, so nothing of the runner's own environment that
-        changes it comes through: the locale is C.UTF-8 (thpd-ctl draws ASCII under LC_ALL=C),
-        and colours, the terminal width and thpd's own variables are unset. A test of another
-        locale, colours or width sets them itself."""
-        env = {name: value for name, value in os.environ.items()
-               if not name.startswith(('LC_', 'THPD_')) and name not in _CLIENT_ENV_UNSET}
-        env['LANG'] = 'C.UTF-8'
-        env['XDG_RUNTIME_DIR'] = str(self.runtime_dir)
-        env['DBUS_SESSION_BUS_ADDRESS'] = self.bus_address
-        return env
+        """Environment for clients of this stack (systemctl --user, busctl --user, thpd --user):
+        client_env() on this stack's bus."""
+        return client_env(XDG_RUNTIME_DIR=str(self.runtime_dir), DBUS_SESSION_BUS_ADDRESS=self.bus_address)
 
     def start(self, timeout=DEFAULT_TIMEOUT):
         self.dir = Path(tempfile.mkdtemp(prefix='thpd-stack-'))
