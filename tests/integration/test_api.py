@@ -399,8 +399,8 @@ class PoliciesTest(ApiTestCase):
         super().setUp()
         self.low = self.tmp / 'low.d'
         self.low.mkdir(mode=0o755)
-        (self.low / 'redis.conf').write_text(REDIS_POLICY.replace('Enabled=never', 'Enabled=madvise'))
-        (self.low / 'mongodb.conf').write_text(PG_POLICY.replace('postgresql', 'mongod'))
+        self.write_policy('redis.conf', REDIS_POLICY.replace('Enabled=never', 'Enabled=madvise'), self.low)
+        self.write_policy('mongodb.conf', PG_POLICY.replace('postgresql', 'mongod'), self.low)
         self.write_policy('redis.conf', REDIS_POLICY)
         (self.policy_dir / 'mongodb.conf').symlink_to('/dev/null')
         self.write_policy('jvm.conf', LOOSE_POLICY)

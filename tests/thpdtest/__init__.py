@@ -815,9 +815,10 @@ class ThpdTestCase(unittest.TestCase):
                       f'----- end of thpd #{i + 1}', file=sys.stderr)
         return outcome
 
-    def write_policy(self, name, text):
-        """Writes policy.d/NAME (root-owned, 0644, so the daemon trusts it); returns its path."""
-        path = self.policy_dir / name
+    def write_policy(self, name, text, directory=None):
+        """Writes NAME in directory, policy.d by default (root-owned, 0644 whatever the umask, so
+        that the daemon trusts it); returns its path."""
+        path = (directory or self.policy_dir) / name
         path.write_text(text)
         path.chmod(0o644)
         return path
