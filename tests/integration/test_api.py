@@ -399,8 +399,8 @@ class PoliciesTest(ApiTestCase):
         super().setUp()
         self.low = self.tmp / 'low.d'
         self.low.mkdir(mode=0o755)
-        (self.low / 'redis.conf').write_text(REDIS_POLICY.replace('Enabled=never', 'Enabled=madvise'))
-        (self.low / 'mongodb.conf').write_text(PG_POLICY.replace('postgresql', 'mongod'))
+        self.write_policy('redis.conf', REDIS_POLICY.replace('Enabled=never', 'Enabled=madvise'), self.low)
+        self.write_policy('mongodb.conf', PG_POLICY.replace('postgresql', 'mongod'), self.low)
         self.write_policy('redis.conf', REDIS_POLICY)
         (self.policy_dir / 'mongodb.conf').symlink_to('/dev/null')
         self.write_policy('jvm.conf', LOOSE_POLICY)
@@ -549,7 +549,7 @@ class OverrideTest(ApiTestCase):
         self.assertRegex(self.ctl('status').stdout, r'Override: enabled=never defrag=defer until .* \(in \d+(ms|s)\)')
         self.assertEqual(self.ctl_json('show', 'Override')['override'], {'enabled': 'never', 'defrag': 'defer'})
 
-        self.wait_knobs(enabled='madvise', defrag='madvise', timeout=5)
+        self.wait_knobs(enabled='madvise', defrag='madvise', timeout=2 + thpdtest.DEFAULT_TIMEOUT)
         self.assertGreaterEqual(time.time(), expires - 0.1, 'the override ended before its time')
         self.assertEqual(busctl_property(self.stack, 'Override'), {})
         self.assertEqual(busctl_property(self.stack, 'OverrideExpiresAt'), 0)
@@ -771,7 +771,8 @@ class SignalsTest(ApiTestCase):
         thpd = self.start_thpd()
         monitor = self.start_monitor()
         self.start_unit('redis-server.service')
-        # thpd may still announce its start-up state (PropertiesChanged) after the monitor joined.
+        # thpd may still owe the PropertiesChanged of its own start: it sends them at most every
+        # 100 ms, and READY=1 comes first.
         line = self.read_line(monitor)
         while ' PropertiesChanged: ' in line:
             line = self.read_line(monitor)

@@ -70,10 +70,9 @@ class AwaitTest(test_api.ApiTestCase):
         return ['/bin/sh', '-c', f'awk 1 {self.knob} >> {self.record}']
 
     def test_no_policy_returns_at_once(self):
-        started = time.monotonic()
+        # An await that waited for the unit would fail at the end of its timeout instead.
         self.assertEqual(self.ctl_json('await', 'unrelated.service'),
                          {'unit': 'unrelated.service', 'policy': None})
-        self.assertLess(time.monotonic() - started, 2)
         self.assertEqual(self.ctl('await', 'unrelated.service').stdout, '')
 
     def test_running_unit_returns_at_once(self):
@@ -82,8 +81,8 @@ class AwaitTest(test_api.ApiTestCase):
         self.assertEqual(self.ctl_json('await', UNIT), {'unit': UNIT, 'policy': 'await.conf'})
 
     def test_waits_for_the_unit_then_returns(self):
-        proc = self.await_process('--json', '--timeout=20s', UNIT)
-        time.sleep(0.5)
+        proc = self.await_process('--json', '--timeout=60s', UNIT)
+        self.thpd.wait_log(rf'Await\({UNIT}\) from :[\d.]+: waiting')
         self.assertIsNone(proc.poll(), 'await returned before the unit started')
         self.assert_knobs(enabled='madvise')
 
@@ -99,7 +98,6 @@ class AwaitTest(test_api.ApiTestCase):
         elapsed = time.monotonic() - started
         self.assertIn(f'thpd has not applied the policy for {UNIT} within 1s', stderr)
         self.assertGreaterEqual(elapsed, 1)
-        self.assertLess(elapsed, 5)
         self.assertIn('does not take --timeout', self.ctl_fails(2, 'status', '--timeout=1s'))
 
     def test_caller_that_leaves_is_forgotten(self):

@@ -309,10 +309,8 @@ class ExitCodesTest(ApiTestCase):
     def test_every_verb(self):
         self.write_policy('redis.conf', REDIS_POLICY)
         self.write_policy('broken.conf', BROKEN_POLICY)
-        good = self.tmp / 'good.conf'
-        good.write_text(REDIS_POLICY)
-        typo = self.tmp / 'typo.conf'
-        typo.write_text(TYPO_POLICY)
+        good = self.write_policy('good.conf', REDIS_POLICY, self.tmp)
+        typo = self.write_policy('typo.conf', TYPO_POLICY, self.tmp)
         self.kernel.knob_path('khugepaged/max_ptes_shared').unlink()
 
         not_running = {
@@ -463,8 +461,8 @@ class SchemaTest(ApiTestCase):
     def test_every_read_verb(self):
         low = self.tmp / 'low.d'
         low.mkdir(mode=0o755)
-        (low / 'redis.conf').write_text(REDIS_POLICY)
-        (low / 'mongodb.conf').write_text(REDIS_POLICY.replace('redis-server', 'mongod'))
+        self.write_policy('redis.conf', REDIS_POLICY, low)
+        self.write_policy('mongodb.conf', REDIS_POLICY.replace('redis-server', 'mongod'), low)
         self.write_policy('redis.conf', REDIS_POLICY)
         self.write_policy('typo.conf', TYPO_POLICY)
         self.write_policy('broken.conf', BROKEN_POLICY)

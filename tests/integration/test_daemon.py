@@ -94,10 +94,19 @@ class HarnessTest(unittest.TestCase):
     def main_pid(self, stack, unit):
         return int(stack.run('systemctl', '--user', 'show', '--property=MainPID', '--value', unit).stdout)
 
-    def test_stack_runs_units_in_its_own_cgroup(self):
+    def isolated_stack(self):
+        """A started Stack in a cgroup of its own, which these tests are about; where the
+        cgroup tree cannot be written (a container) the stack runs without one, and the test
+        is skipped."""
         stack = Stack()
         self.addCleanup(stack.close)
         stack.start()
+        if stack.cgroup_name is None:
+            self.skipTest('the stack has no cgroup of its own: the cgroup tree is not writable here')
+        return stack
+
+    def test_stack_runs_units_in_its_own_cgroup(self):
+        stack = self.isolated_stack()
         manager_pid = stack.manager.pid
         stack.start_unit('redis-server.service', 'sleep', '300')
         self.assertEqual(stack.unit_state('redis-server.service'), 'active')
@@ -116,10 +125,20 @@ class HarnessTest(unittest.TestCase):
         self.assertFalse(directory.exists())
         self.assertFalse(any((h / name).exists() for h in thpdtest.cgroup_hierarchies()))
 
+    def test_make_cgroup_is_in_no_unit_and_goes_with_the_stack(self):
+        stack = self.isolated_stack()
+        process = subprocess.Popen(['sleep', 'infinity'])
+        self.addCleanup(process.wait)
+        for procs in stack.make_cgroup('outside-units'):
+            procs.write_text(f'{process.pid}\n')
+        with open(f'/proc/{process.pid}/cgroup') as f:
+            self.assertIn(f':/{stack.cgroup_name}/outside-units\n', f.read())
+        self.assertIsNone(thpdtest.process_unit(process.pid))
+        stack.close()
+        self.assertEqual(process.wait(thpdtest.STOP_TIMEOUT), -signal.SIGKILL)
+
     def test_close_after_a_manager_crash_kills_its_units(self):
-        stack = Stack()
-        self.addCleanup(stack.close)
-        stack.start()
+        stack = self.isolated_stack()
         stack.start_unit('orphan.service')
         pid = self.main_pid(stack, 'orphan.service')
         stack.manager.kill()
@@ -129,11 +148,7 @@ class HarnessTest(unittest.TestCase):
         self.assertTrue(self.is_dead(pid))
 
     def test_two_stacks_do_not_share_units(self):
-        first, second = Stack(), Stack()
-        self.addCleanup(first.close)
-        self.addCleanup(second.close)
-        first.start()
-        second.start()
+        first, second = self.isolated_stack(), self.isolated_stack()
         first.start_unit('redis-server.service')
         second.start_unit('redis-server.service')
         first.stop_unit('redis-server.service')

@@ -134,11 +134,11 @@ class NodeExporter:
         try:
             self.scrape()
             return True
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 
     def scrape(self):
-        with urllib.request.urlopen(f'http://127.0.0.1:{self.port}/metrics', timeout=5) as response:
+        with urllib.request.urlopen(f'http://127.0.0.1:{self.port}/metrics', timeout=thpdtest.DEFAULT_TIMEOUT) as response:
             return response.read().decode()
 
     def close(self):

@@ -32,11 +32,13 @@ class NoManagerTest(unittest.TestCase):
         self.addCleanup(self.bus.terminate)
         self.addCleanup(self.bus.stdout.close)
         self.assertTrue(self.bus.stdout.readline().startswith('unix:'))
-        self.env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address, XDG_RUNTIME_DIR=str(self.tmp))
+        self.env = thpdtest.client_env(DBUS_SESSION_BUS_ADDRESS=address, XDG_RUNTIME_DIR=str(self.tmp))
         self.kernel = ScratchKernel(self.tmp / 'kernel')
-        (self.tmp / 'policy.d').mkdir()
-        (self.tmp / 'policy.d' / 'redis.conf').write_text(
-            '[Policy]\nUnits=redis-server.service\n[TransparentHugePages]\nEnabled=never\n')
+        # 0755 and 0644 whatever the umask: thpd trusts no policy others may write.
+        (self.tmp / 'policy.d').mkdir(mode=0o755)
+        policy = self.tmp / 'policy.d' / 'redis.conf'
+        policy.write_text('[Policy]\nUnits=redis-server.service\n[TransparentHugePages]\nEnabled=never\n')
+        policy.chmod(0o644)
         (self.tmp / 'thpd.conf').write_text('[BaselineTransparentHugePages]\nDefrag=defer\n')
 
     def test_starts_applies_the_baseline_and_keeps_asking(self):
@@ -56,7 +58,8 @@ class NoManagerTest(unittest.TestCase):
                                 env=self.env, capture_output=True, text=True, check=True).stdout
         self.assertIn('waiting for the systemd manager', status)
 
-        daemon.wait_log(r'Asking the systemd manager again', timeout=thpdtest.DEFAULT_TIMEOUT)
+        # thpd asks again every 5 s.
+        daemon.wait_log(r'Asking the systemd manager again', timeout=5 + thpdtest.DEFAULT_TIMEOUT)
         self.assertTrue(daemon.running)
         self.assertEqual(daemon.log().count('No systemd manager answers'), 1, 'said once, not on every retry')
 

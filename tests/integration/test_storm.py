@@ -140,10 +140,9 @@ class DirectCompactionTest(StormTestCase):
         latency = detected['received'] - onset
         # StormAfter=1s: two hot 500 ms windows. Windows run while idle too, so the first hot one
         # may have begun up to 0.37 s before the onset (it is hot once 38 failed stalls a second
-        # cover a quarter of it: CompactFailsPerSec=10);
-        # at worst it starts a 200 ms idle poll late and a window after that.
+        # cover a quarter of it: CompactFailsPerSec=10). No upper bound: a loaded machine only
+        # makes it later.
         self.assertGreaterEqual(latency, 0.6)
-        self.assertLess(latency, 2.5)
         figures = detected['figures']
         self.assertEqual(set(figures), {
             'window_seconds', 'compact_stalls_per_sec', 'compact_fail_ratio', 'compact_scanned_per_sec',
@@ -173,9 +172,11 @@ class DirectCompactionTest(StormTestCase):
         # CoolAfter=1s: two calm windows; the first may have begun up to 0.15 s before the storm
         # ended (a window with less storm than that is calm).
         self.assertGreaterEqual(cleared['received'] - calm_at, 0.8)
-        self.assertLess(cleared['received'] - calm_at, 3.0)
-        self.assert_close(cleared['duration_usec'] / 1e6, cleared['received'] - detected['received'], 0.5,
-                          'storm duration')
+        # The storm began after the onset and ended before its signal came; it lasted until the
+        # calm began, less the signal's way to the test (up to a 100 ms sample either side).
+        duration = cleared['duration_usec'] / 1e6
+        self.assertLessEqual(duration, cleared['received'] - onset + 0.1, 'storm duration')
+        self.assertGreaterEqual(duration, calm_at - detected['received'] - 0.1, 'storm duration')
         self.assertEqual(self.busctl_property('StormState'), 'calm')
         self.assertRegex(self.ctl('status'), r'\n  Storms: +calm \(action: log\)\n')
         # The storm lasted about CoolAfter=1s, which the sample nearest to it ends: maybe 999ms.
@@ -186,11 +187,12 @@ class DirectCompactionTest(StormTestCase):
         daemon.stop()
 
     def test_spike_shorter_than_storm_after_is_only_suspect(self):
-        daemon = self.start_storm_thpd(StormAfter='3s')
+        # StormAfter= far longer than the test takes to see the spike and end it, however loaded
+        # the machine.
+        daemon = self.start_storm_thpd(StormAfter='5min')
         self.fake.set_shape(COMPACTION_STORM)
-        self.wait_storm_state('suspect', timeout=3)
+        self.wait_storm_state('suspect')
         self.fake.set_shape(CALM)
-        # The spike lasted at most two hot windows of the six StormAfter= asks for.
         self.wait_storm_state('calm')
         self.assertEqual(self.monitor.named('StormDetected'), [])
         self.assertEqual(self.storms()['direct-compaction'][0], 'calm')
@@ -246,15 +248,16 @@ class DirectCompactionTest(StormTestCase):
 class MitigationTest(StormTestCase):
 
     def test_mitigation_applies_holds_down_and_reverts(self):
-        daemon = self.start_storm_thpd(Action='mitigate', HoldDown='4s')
+        # HoldDown= long enough that the storm is over well before it ends, on a loaded machine too.
+        hold_down = 10
+        daemon = self.start_storm_thpd(Action='mitigate', HoldDown=f'{hold_down}s')
         self.assertEqual(self.busctl_property('StormAction'), 'mitigate')
         self.fake.set_shape(COMPACTION_STORM)
-        detected = self.monitor.wait_for('StormDetected')
+        self.monitor.wait_for('StormDetected')
         self.wait_knobs(defrag='defer')
         applied = self.monitor.wait_for('Applied')
         self.assertEqual(applied['changes'], [{'knob': 'defrag', 'old': 'madvise', 'new': 'defer',
                                                'reason': 'storm mitigation'}])
-        self.assertLess(applied['received'] - detected['received'], 1.0)
         daemon.wait_log(r'Storm mitigation at step 1 of 3\.')
         self.assertEqual(self.knob_row('defrag'), ('defer', 'defer', 'madvise', 'mitigation', '', ''))
         self.assertEqual(self.explain('defrag'), {'baseline': ('madvise', False), 'mitigation': ('defer', True)})
@@ -262,16 +265,15 @@ class MitigationTest(StormTestCase):
         # Only step 1: nothing else moved.
         self.assert_knobs({k: v for k, v in thpdtest.THP_DEFAULTS.items() if k != 'defrag'})
 
-        calm_at = self.fake.set_shape(CALM)
+        self.fake.set_shape(CALM)
         cleared = self.monitor.wait_for('StormCleared')
-        self.assertLess(cleared['received'] - applied['received'], 3.5, 'cleared too late to show HoldDown=')
-        self.assertEqual(self.kernel.read_knob('defrag'), 'defer', 'mitigation lifted before HoldDown=')
+        if cleared['received'] - applied['received'] < hold_down - 0.5:
+            self.assertEqual(self.kernel.read_knob('defrag'), 'defer', 'mitigation lifted before HoldDown=')
 
-        self.wait_knobs(defrag='madvise')
+        self.wait_knobs(defrag='madvise', timeout=hold_down + thpdtest.DEFAULT_TIMEOUT)
         lifted = self.monitor.wait_for('Applied', changes=[
             {'knob': 'defrag', 'old': 'defer', 'new': 'madvise', 'reason': 'baseline, no policy votes'}])
-        self.assertGreaterEqual(lifted['received'] - applied['received'], 3.9, 'HoldDown=4s not kept')
-        self.assertLess(lifted['received'] - calm_at, 6)
+        self.assertGreaterEqual(lifted['received'] - applied['received'], hold_down - 0.1, 'HoldDown= not kept')
         daemon.wait_log(r'Storm mitigation lifted: calm for the hold-down time\.')
         self.assertEqual(self.knob_row('defrag')[3], 'baseline')
         self.assert_knobs(thpdtest.THP_DEFAULTS)

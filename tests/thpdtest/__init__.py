@@ -25,7 +25,9 @@ Stack
     host's /init.scope takes "/" as its cgroup root, so two stacks running at once (two test
     runs on one machine) would share /app.slice/NAME.service, and stopping a unit in one would
     kill the other's processes. Teardown stops the manager with SIGTERM (it stops its units),
-    kills whatever is left in that cgroup, and removes it.
+    kills whatever is left in that cgroup, and removes it. A test that needs a process outside
+    any unit makes a cgroup beside the manager's (make_cgroup()): the runner's own cgroup may be
+    a unit's, /init.scope where PID 1 is not systemd or a login session's scope.
 
 ScratchKernel
     A sysfs tree with kernel/mm/transparent_hugepage (kernel defaults, shown the way the kernel
@@ -242,6 +244,19 @@ def cgroup_hierarchies():
     return [CGROUP_ROOT / h for h in ('unified', 'systemd') if (CGROUP_ROOT / h / 'cgroup.procs').exists()]
 
 
+def process_unit(pid):
+    """The unit thpd names for a process: what procfs_parse_cgroup_unit() (src/core/procfs-parse.c)
+    reads in /proc/PID/cgroup, the deepest component of the cgroup v2 path ("0::/...") that
+    ends in .service or .scope; None when there is none or no v2 line. For a test that cannot
+    put a process where it wants (a cgroup tree it may not write) and must expect what the
+    process's real cgroup says."""
+    for line in Path(f'/proc/{pid}/cgroup').read_text().splitlines():
+        if line.startswith('0::/'):
+            units = [c for c in line[len('0::/'):].split('/') if c.endswith(('.service', '.scope'))]
+            return units[-1] if units else None
+    return None
+
+
 def _process_state(pid):
     """The one-letter state from /proc/PID/stat ("S", "R", "T", ...), or None."""
     try:
@@ -306,6 +321,24 @@ def _session_bus_config():
     raise RuntimeError('no session.conf for dbus-daemon')
 
 
+# What client_env() leaves out besides LC_* and THPD_*.
+_CLIENT_ENV_UNSET = ('NOTIFY_SOCKET', 'LANGUAGE', 'SYSTEMD_COLORS', 'NO_COLOR', 'COLUMNS', 'LINES')
+
+
+def client_env(**settings):
+    """The runner's environment for thpd, thpd-ctl and busctl, updated by settings.
+
+    The tests read what these print, so nothing of the runner's own environment that changes
+    it comes through: the locale is C.UTF-8 (thpd-ctl draws ASCII under LC_ALL=C), and
+    colours, the terminal width and thpd's own variables are unset. A test of another locale,
+    colours or width sets them itself."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(('LC_', 'THPD_')) and name not in _CLIENT_ENV_UNSET}
+    env['LANG'] = 'C.UTF-8'
+    env.update(settings)
+    return env
+
+
 class Stack:
     """A systemd --user manager and its session bus; see the module docstring.
 
@@ -345,12 +378,9 @@ class Stack:
 
     @property
     def env(self):
-        """Environment for clients of this stack (systemctl --user, busctl --user, thpd --user)."""
-        env = dict(os.environ)
-        env.pop('NOTIFY_SOCKET', None)
-        env['XDG_RUNTIME_DIR'] = str(self.runtime_dir)
-        env['DBUS_SESSION_BUS_ADDRESS'] = self.bus_address
-        return env
+        """Environment for clients of this stack (systemctl --user, busctl --user, thpd --user):
+        client_env() on this stack's bus."""
+        return client_env(XDG_RUNTIME_DIR=str(self.runtime_dir), DBUS_SESSION_BUS_ADDRESS=self.bus_address)
 
     def start(self, timeout=DEFAULT_TIMEOUT):
         self.dir = Path(tempfile.mkdtemp(prefix='thpd-stack-'))
@@ -407,6 +437,21 @@ class Stack:
             self._remove_cgroup(name)
             return []
         self.cgroup_name = name
+        return procs
+
+    def make_cgroup(self, leaf):
+        """Creates LEAF beside the manager's init.scope, in each hierarchy of the stack's own
+        cgroup: a cgroup of no unit, as neither it nor a parent ends in .service or .scope
+        (whatever cgroup the test runner sits in, /init.scope or a login session's scope).
+        Returns the cgroup.procs files a process joins, or [] when the stack has no cgroup of
+        its own (see _make_cgroup). Removed, and whatever runs in it killed, with the stack."""
+        if self.cgroup_name is None:
+            return []
+        procs = []
+        for hierarchy in cgroup_hierarchies():
+            cgroup = hierarchy / self.cgroup_name / leaf
+            cgroup.mkdir(exist_ok=True)
+            procs.append(cgroup / 'cgroup.procs')
         return procs
 
     def _manager_answers(self):
@@ -770,9 +815,10 @@ class ThpdTestCase(unittest.TestCase):
                       f'----- end of thpd #{i + 1}', file=sys.stderr)
         return outcome
 
-    def write_policy(self, name, text):
-        """Writes policy.d/NAME (root-owned, 0644, so the daemon trusts it); returns its path."""
-        path = self.policy_dir / name
+    def write_policy(self, name, text, directory=None):
+        """Writes NAME in directory, policy.d by default (root-owned, 0644 whatever the umask, so
+        that the daemon trusts it); returns its path."""
+        path = (directory or self.policy_dir) / name
         path.write_text(text)
         path.chmod(0o644)
         return path
