@@ -32,7 +32,6 @@ Run as root:
 import json
 import mmap
 import os
-import pwd
 import re
 import select
 import subprocess
@@ -450,40 +449,12 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise'), 4)
         self.assertEqual(self.count(daemon, r'enabled: always -> madvise|enabled: \w+ -> madvise'), 4)
 
-    def start_writer_outside_units(self):
-        """A shell in a cgroup of no unit that writes enabled=never, then waits for its stdin to
-        close; returns it and how thpd must name it. It is moved before it writes: the test
-        runner's own cgroup may be a unit's (/init.scope where PID 1 is not systemd, a login
-        session's scope), and a shell left there would be named by that unit. Where the test may
-        not make a cgroup, the shell stays where it is, and thpd must name the unit its real
-        cgroup maps to."""
-        writer = subprocess.Popen(['/bin/sh', '-c', f'read go; echo never > {self.kernel.knob_path("enabled")}; read x'],
-                                  stdin=subprocess.PIPE, text=True)
-        self.addCleanup(writer.wait)
-        self.addCleanup(writer.stdin.close)
-        procs = self.stack.make_cgroup('outside-units')
-        for path in procs:
-            path.write_text(f'{writer.pid}\n')
-        unit = thpdtest.process_unit(writer.pid)
-        if procs:
-            self.assertIsNone(unit, f'the writer was moved to a cgroup of no unit: {procs}')
-            expected = f'sh, pid {writer.pid}'
-        else:
-            print(f'\n{self.id()}: cannot make a cgroup; the writer stays in {unit or "no unit"}', file=sys.stderr)
-            expected = f'{unit} (sh, pid {writer.pid})' if unit else f'sh, pid {writer.pid}'
-            session = re.fullmatch(r'session-(.+)\.scope', unit or '')
-            if session:
-                expected = f'{pwd.getpwuid(os.geteuid()).pw_name} in session {session.group(1)}: sh, pid {writer.pid}'
-        writer.stdin.write('go\n')
-        writer.stdin.flush()
-        return writer, expected
-
     def test_9_writer_process_named_with_cap_sys_admin(self):
         """With CAP_SYS_ADMIN (an admin's opt-in), fanotify names the writing process: a unit's
         shell by its unit, a process outside any unit by its command and pid."""
         daemon = self.start_with_app(cap_sys_admin=True)
         daemon.wait_log(r'Naming the processes that write the knobs \(fanotify\)')
-        writer, expected = self.start_writer_outside_units()
+        writer, expected = self.start_writer_outside_units(self.kernel.knob_path('enabled'), 'never')
         match = daemon.wait_log(r'enabled: found never instead of madvise, written by (.*); restoring madvise')
         self.assertEqual(match.group(1), expected)
         self.wait_knobs(enabled='madvise')
@@ -498,7 +469,7 @@ class DriftTest(ThpdTestCase):
                                           check=False).stdout.strip() == 'activating',
                    DEADLINE, 'thpd-test-busy.service activating')
         self.ctl('show', '-p', 'Version')
-        busy_writer, expected = self.start_writer_outside_units()
+        busy_writer, expected = self.start_writer_outside_units(self.kernel.knob_path('enabled'), 'never')
         match = daemon.wait_log(rf'enabled: found never instead of madvise, (.*sh, pid {busy_writer.pid}\b.*|'
                                 r'likely written by thpd-test-busy\.service.*); restoring madvise')
         self.assertEqual(match.group(1), f'written by {expected}')

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import unittest
 from pathlib import Path
@@ -151,11 +150,9 @@ class RealKernelRedisTest(RealKernelTestCase):
         daemon = self.start_thpd(cap_sys_admin=True)
         self.start_unit('redis-server.service', *self.redis_command())
         self.wait_knobs(enabled='never', defrag='never')
-        shell = subprocess.Popen(['/bin/sh', '-c', f'echo always > {THP / "enabled"}; read x'], stdin=subprocess.PIPE)
-        self.addCleanup(shell.wait)
-        self.addCleanup(shell.stdin.close)
+        _, expected = self.start_writer_outside_units(THP / 'enabled', 'always')
         match = daemon.wait_log(r'enabled: found always instead of never, written by (.*); restoring never')
-        self.assertRegex(match.group(1), rf'\bsh, pid {shell.pid}\b')
+        self.assertEqual(match.group(1), expected)
         self.wait_knobs(enabled='never')
         daemon.wait_log(r'enabled: never again, [0-9.]+ ms after the write of always')
 

@@ -63,8 +63,8 @@ or through "meson test --suite integration".
 import contextlib
 import ctypes
 import os
+import pwd
 import re
-import shlex
 import shlex
 import shutil
 import signal
@@ -868,6 +868,34 @@ class ThpdTestCase(unittest.TestCase):
 
     def read_knobs(self, names):
         return {name: self.kernel.read_knob(name) for name in names}
+
+    def start_writer_outside_units(self, path, value):
+        """A shell in a cgroup of no unit that writes value to path, then waits for its stdin to
+        close; returns it and how thpd must name it. It is moved before it writes: the test
+        runner's own cgroup may be a unit's (/init.scope where PID 1 is not systemd, a login
+        session's scope), and a shell left there would be named by that unit. Where the test may
+        not make a cgroup, the shell stays where it is, and thpd must name the unit its real
+        cgroup maps to."""
+        writer = subprocess.Popen(['/bin/sh', '-c', f'read go; echo {value} > {path}; read x'],
+                                  stdin=subprocess.PIPE, text=True)
+        self.addCleanup(writer.wait)
+        self.addCleanup(writer.stdin.close)
+        procs = self.stack.make_cgroup('outside-units')
+        for cgroup_procs in procs:
+            cgroup_procs.write_text(f'{writer.pid}\n')
+        unit = process_unit(writer.pid)
+        if procs:
+            self.assertIsNone(unit, f'the writer was moved to a cgroup of no unit: {procs}')
+            expected = f'sh, pid {writer.pid}'
+        else:
+            print(f'\n{self.id()}: cannot make a cgroup; the writer stays in {unit or "no unit"}', file=sys.stderr)
+            expected = f'{unit} (sh, pid {writer.pid})' if unit else f'sh, pid {writer.pid}'
+            session = re.fullmatch(r'session-(.+)\.scope', unit or '')
+            if session:
+                expected = f'{pwd.getpwuid(os.geteuid()).pw_name} in session {session.group(1)}: sh, pid {writer.pid}'
+        writer.stdin.write('go\n')
+        writer.stdin.flush()
+        return writer, expected
 
     def wait_knobs(self, expected=(), /, timeout=DEFAULT_TIMEOUT, **knobs):
         """Waits until each knob reads its value, given as a mapping and/or keywords:
