@@ -132,13 +132,9 @@ START_TEST(test_settings_daemon) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("settings");
-        TCase *tc = tcase_create("load");
-
-        tcase_add_test(tc, test_settings_textfile_path);
-        tcase_add_test(tc, test_settings_storm_watch);
-        tcase_add_test(tc, test_settings_drift);
-        tcase_add_test(tc, test_settings_daemon);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("settings", "load", NULL, NULL,
+                                         test_settings_textfile_path,
+                                         test_settings_storm_watch,
+                                         test_settings_drift,
+                                         test_settings_daemon));
 }
