@@ -142,20 +142,8 @@ in_chroot "$root" /bin/sh -ec 'cd "$1"; shift
 [ ! -f "$tree/b/meson-logs/testlog.txt" ] || cp "$tree/b/meson-logs/testlog.txt" "$work/$suite-testlog.txt"
 
 if [ -f "$tree/b/meson-logs/testlog.json" ]; then
-        /usr/bin/python3 - "$tree/b/meson-logs/testlog.json" "$suite" <<'EOF'
-import json, sys
-passed = failed = skipped = 0
-with open(sys.argv[1]) as log:
-    for line in log:
-        result = json.loads(line)['result']
-        if result in ('OK', 'EXPECTEDFAIL'):
-            passed += 1
-        elif result == 'SKIP':
-            skipped += 1
-        else:
-            failed += 1
-print(f'{sys.argv[2]}: {passed} passed, {failed} failed, {skipped} skipped')
-EOF
+        read -r passed failed skipped < <(/usr/bin/python3 tools/meson-log-count.py "$tree/b/meson-logs/testlog.json")
+        echo "$suite: $passed passed, $failed failed, $skipped skipped"
 else
         echo "$suite: the build failed, no test ran"
 fi

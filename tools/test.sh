@@ -78,20 +78,7 @@ meson_layer() {
         local dir=$1 logbase=$2; shift 2
         local rc=0
         meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || rc=$?
-        /usr/bin/python3 - "$dir/meson-logs/$logbase.json" >"$count" <<'EOF'
-import json, sys
-passed = failed = skipped = 0
-with open(sys.argv[1]) as log:
-    for line in log:
-        result = json.loads(line)['result']
-        if result in ('OK', 'EXPECTEDFAIL'):
-            passed += 1
-        elif result == 'SKIP':
-            skipped += 1
-        else:
-            failed += 1
-print(passed, failed, skipped)
-EOF
+        /usr/bin/python3 tools/meson-log-count.py "$dir/meson-logs/$logbase.json" >"$count"
         return "$rc"
 }
 

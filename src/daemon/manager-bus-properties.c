@@ -478,22 +478,37 @@ int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_close_container(reply);
 }
 
-/* Few rows: a conflict per knob at most, rare. */
-uint64_t property_digest_drift_conflicts(const BusData *d) {
-        const GArray *conflicts = d->m->drift.conflicts;
+/* What a row of DriftConflicts and one of RecentDrift both show: the item, the writer ("" for
+ * none) and the sentence describing the row (a recent one's also says how its writer was
+ * credited, which no field of the row shows). */
+static uint64_t feed_drift_row(uint64_t h, const char *item, const char *writer, const char *text) {
+        h = fnv1a_feed_string(h, item);
+        h = fnv1a_feed_string(h, writer ?: "");
+        return fnv1a_feed_string(h, text);
+}
+
+/* The digest of a drift array: every element, in order, fed by feed(). */
+static uint64_t digest_drift_array(GArray *rows, uint64_t (*feed)(uint64_t h, const void *row)) {
+        size_t size = g_array_get_element_size(rows);
         uint64_t h = FNV1A_OFFSET;
 
-        for (guint i = 0; i < conflicts->len; i++) {
-                const DriftConflict *c = &g_array_index(conflicts, DriftConflict, i);
-                g_autofree char *text = drift_describe_conflict(c);
-
-                h = fnv1a_feed_string(h, c->item);
-                h = fnv1a_feed_string(h, c->writer ?: "");
-                h = fnv1a_feed_string(h, c->value);
-                h = fnv1a_feed_u64(h, c->since_realtime_usec);
-                h = fnv1a_feed_string(h, text);
-        }
+        for (guint i = 0; i < rows->len; i++)
+                h = feed(h, rows->data + i * size);
         return h;
+}
+
+static uint64_t feed_conflict(uint64_t h, const void *row) {
+        const DriftConflict *c = row;
+        g_autofree char *text = drift_describe_conflict(c);
+
+        h = feed_drift_row(h, c->item, c->writer, text);
+        h = fnv1a_feed_string(h, c->value);
+        return fnv1a_feed_u64(h, c->since_realtime_usec);
+}
+
+/* Few rows: a conflict per knob at most, rare. */
+uint64_t property_digest_drift_conflicts(const BusData *d) {
+        return digest_drift_array(d->m->drift.conflicts, feed_conflict);
 }
 
 int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -515,24 +530,20 @@ int property_get_recent_drift(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_close_container(reply);
 }
 
+static uint64_t feed_recent(uint64_t h, const void *row) {
+        const DriftEvent *e = row;
+        g_autofree char *who = drift_describe_writer(e);
+
+        h = feed_drift_row(h, e->item, e->writer, who);
+        h = fnv1a_feed_string(h, e->expected);
+        h = fnv1a_feed_string(h, e->found);
+        h = fnv1a_feed_u64(h, e->action);
+        h = fnv1a_feed_u64(h, e->when_usec);
+        h = fnv1a_feed_u64(h, e->written_usec);
+        return fnv1a_feed_u64(h, e->wrong_usec);
+}
+
 /* At most DRIFT_RECENT_MAX rows. */
 uint64_t property_digest_recent_drift(const BusData *d) {
-        const GArray *recent = d->m->drift.recent;
-        uint64_t h = FNV1A_OFFSET;
-
-        for (guint i = 0; i < recent->len; i++) {
-                const DriftEvent *e = &g_array_index(recent, DriftEvent, i);
-                g_autofree char *who = drift_describe_writer(e);
-
-                h = fnv1a_feed_string(h, e->item);
-                h = fnv1a_feed_string(h, e->expected);
-                h = fnv1a_feed_string(h, e->found);
-                h = fnv1a_feed_string(h, e->writer ?: "");
-                h = fnv1a_feed_u64(h, e->action);
-                h = fnv1a_feed_u64(h, e->when_usec);
-                h = fnv1a_feed_u64(h, e->written_usec);
-                h = fnv1a_feed_u64(h, e->wrong_usec);
-                h = fnv1a_feed_string(h, who);
-        }
-        return h;
+        return digest_drift_array(d->m->drift.recent, feed_recent);
 }

@@ -51,48 +51,17 @@ bool bus_policy_is_active(const Manager *m, const char *policy_name);
 int bus_append_strings(sd_bus_message *reply, GPtrArray *strings);
 /* The figures that tell a storm of this kind, as a{sd}. */
 int bus_append_storm_figures(sd_bus_message *msg, StormKind kind, const StormFigures *f);
-int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_active_policies(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_pools(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_override_expires_at(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_storm_state(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_storms(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_storm_action(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
-                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_drift_conflicts(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_recent_drift(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
-int property_get_policy_diagnostics(sd_bus *bus, const char *path, const char *interface,
-                       const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error);
 
-/* The digests of MANAGER_PROPERTIES(): equal while the property's value is. */
-uint64_t property_digest_knobs(const BusData *d);
-uint64_t property_digest_active_policies(const BusData *d);
-uint64_t property_digest_pools(const BusData *d);
-uint64_t property_digest_needs_restart(const BusData *d);
-uint64_t property_digest_isolated_services(const BusData *d);
-uint64_t property_digest_override(const BusData *d);
-uint64_t property_digest_override_expires_at(const BusData *d);
-uint64_t property_digest_storm_state(const BusData *d);
-uint64_t property_digest_storm_action(const BusData *d);
-uint64_t property_digest_status(const BusData *d);
-uint64_t property_digest_policy_diagnostics(const BusData *d);
-uint64_t property_digest_drift_conflicts(const BusData *d);
-uint64_t property_digest_recent_drift(const BusData *d);
+/* The getter of every property and the digest of every tracked one, declared from
+ * MANAGER_PROPERTIES(). A digest is equal while its property's value is. */
+#define PROPERTY_DECLARE_GETTER(getter)                                                                             \
+        int getter(sd_bus *bus, const char *path, const char *interface, const char *property,                     \
+                   sd_bus_message *reply, void *userdata, sd_bus_error *error);
+#define PROPERTY_DECLARE_TRACKED(id, name, signature, getter, digest)                                               \
+        PROPERTY_DECLARE_GETTER(getter)                                                                             \
+        uint64_t digest(const BusData *d);
+#define PROPERTY_DECLARE_PLAIN(name, signature, getter, flags) PROPERTY_DECLARE_GETTER(getter)
+MANAGER_PROPERTIES(PROPERTY_DECLARE_TRACKED, PROPERTY_DECLARE_PLAIN)
+#undef PROPERTY_DECLARE_PLAIN
+#undef PROPERTY_DECLARE_TRACKED
+#undef PROPERTY_DECLARE_GETTER

@@ -240,12 +240,8 @@ START_TEST(test_digests_follow_the_state) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("bus-properties");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_vtable_emitting_properties_are_tracked);
-        tcase_add_test(tc, test_xml_emitting_properties_are_tracked);
-        tcase_add_test(tc, test_digests_follow_the_state);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("bus-properties", "core", NULL, NULL,
+                                         test_vtable_emitting_properties_are_tracked,
+                                         test_xml_emitting_properties_are_tracked,
+                                         test_digests_follow_the_state));
 }

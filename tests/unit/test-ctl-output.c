@@ -338,30 +338,26 @@ START_TEST(test_json_print) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("ctl-output");
-        TCase *tc = tcase_create("core");
-
         /* The UTF-8 glyphs and UTC, whatever the environment running the tests says. */
         setenv("LC_ALL", "C.UTF-8", 1);
         setenv("TZ", "UTC", 1);
         tzset();
 
-        tcase_add_test(tc, test_cut_ascii);
-        tcase_add_test(tc, test_cut_multibyte);
-        tcase_add_test(tc, test_cut_escapes);
-        tcase_add_test(tc, test_output_cuts_lines);
-        tcase_add_test(tc, test_output_uncut);
-        tcase_add_test(tc, test_output_columns_not_a_terminal);
-        tcase_add_test(tc, test_duration);
-        tcase_add_test(tc, test_timestamp);
-        tcase_add_test(tc, test_timestamp_zone);
-        tcase_add_test(tc, test_clock_and_iso8601);
-        tcase_add_test(tc, test_bytes);
-        tcase_add_test(tc, test_json_values);
-        tcase_add_test(tc, test_json_escaping);
-        tcase_add_test(tc, test_json_nesting);
-        tcase_add_test(tc, test_json_time);
-        tcase_add_test(tc, test_json_print);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("ctl-output", "core", NULL, NULL,
+                                         test_cut_ascii,
+                                         test_cut_multibyte,
+                                         test_cut_escapes,
+                                         test_output_cuts_lines,
+                                         test_output_uncut,
+                                         test_output_columns_not_a_terminal,
+                                         test_duration,
+                                         test_timestamp,
+                                         test_timestamp_zone,
+                                         test_clock_and_iso8601,
+                                         test_bytes,
+                                         test_json_values,
+                                         test_json_escaping,
+                                         test_json_nesting,
+                                         test_json_time,
+                                         test_json_print));
 }

@@ -273,23 +273,19 @@ START_TEST(test_table_free_null) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("ctl-table");
-        TCase *tc = tcase_create("core");
-
         /* The UTF-8 ellipsis, and colours though the output is not a terminal. */
         setenv("LC_ALL", "C.UTF-8", 1);
         setenv("SYSTEMD_COLORS", "1", 1);
 
-        tcase_add_test(tc, test_table_text);
-        tcase_add_test(tc, test_table_without_header);
-        tcase_add_test(tc, test_table_block);
-        tcase_add_test(tc, test_table_cut);
-        tcase_add_test(tc, test_table_json);
-        tcase_add_test(tc, test_table_empty);
-        tcase_add_test(tc, test_table_keyed);
-        tcase_add_test(tc, test_table_lines);
-        tcase_add_test(tc, test_table_members);
-        tcase_add_test(tc, test_table_free_null);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("ctl-table", "core", NULL, NULL,
+                                         test_table_text,
+                                         test_table_without_header,
+                                         test_table_block,
+                                         test_table_cut,
+                                         test_table_json,
+                                         test_table_empty,
+                                         test_table_keyed,
+                                         test_table_lines,
+                                         test_table_members,
+                                         test_table_free_null));
 }

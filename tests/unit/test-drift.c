@@ -368,32 +368,23 @@ START_TEST(test_process) {
 }
 END_TEST
 
-static Suite *drift_suite(void) {
-        Suite *s = suite_create("drift");
-        TCase *tc = tcase_create("rules");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_attribution_found);
-        tcase_add_test(tc, test_attribution_at_the_write);
-        tcase_add_test(tc, test_credit_announced);
-        tcase_add_test(tc, test_process);
-        tcase_add_test(tc, test_free_knob_adopted);
-        tcase_add_test(tc, test_restore_then_conflict);
-        tcase_add_test(tc, test_limit_per_writer_and_knob);
-        tcase_add_test(tc, test_pool_item);
-        tcase_add_test(tc, test_pool_settling);
-        tcase_add_test(tc, test_window);
-        tcase_add_test(tc, test_unknown_writer_limited);
-        tcase_add_test(tc, test_conflict_yields_to_anyone);
-        tcase_add_test(tc, test_writer_stops);
-        tcase_add_test(tc, test_writer_stopped_before_seen);
-        tcase_add_test(tc, test_reset);
-        tcase_add_test(tc, test_recent);
-        tcase_add_test(tc, test_describe);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return test_run_suite(drift_suite());
+        return test_run_suite(TEST_SUITE("drift", "rules", setup, teardown,
+                                         test_attribution_found,
+                                         test_attribution_at_the_write,
+                                         test_credit_announced,
+                                         test_process,
+                                         test_free_knob_adopted,
+                                         test_restore_then_conflict,
+                                         test_limit_per_writer_and_knob,
+                                         test_pool_item,
+                                         test_pool_settling,
+                                         test_window,
+                                         test_unknown_writer_limited,
+                                         test_conflict_yields_to_anyone,
+                                         test_writer_stops,
+                                         test_writer_stopped_before_seen,
+                                         test_reset,
+                                         test_recent,
+                                         test_describe));
 }

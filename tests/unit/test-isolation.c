@@ -31,10 +31,6 @@ START_TEST(test_process_classified) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("isolation");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_process_classified);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("isolation", "core", NULL, NULL,
+                                         test_process_classified));
 }

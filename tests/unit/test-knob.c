@@ -94,13 +94,9 @@ START_TEST(test_strictness) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("knob");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_names_round_trip);
-        tcase_add_test(tc, test_values);
-        tcase_add_test(tc, test_sysfs_syntax);
-        tcase_add_test(tc, test_strictness);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("knob", "core", NULL, NULL,
+                                         test_names_round_trip,
+                                         test_values,
+                                         test_sysfs_syntax,
+                                         test_strictness));
 }

@@ -710,33 +710,24 @@ START_TEST(test_knob_commit) {
 }
 END_TEST
 
-static Suite *plan_suite(void) {
-        Suite *s = suite_create("plan");
-        TCase *tc = tcase_create("rules");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_hold_until_unit_list);
-        tcase_add_test(tc, test_hold_keeps_recorded_hints);
-        tcase_add_test(tc, test_adopt_admin_change);
-        tcase_add_test(tc, test_absent_and_unreadable);
-        tcase_add_test(tc, test_restart_hints);
-        tcase_add_test(tc, test_pool_grace);
-        tcase_add_test(tc, test_active_count);
-        tcase_add_test(tc, test_changes_only);
-        tcase_add_test(tc, test_isolation_checks);
-        tcase_add_test(tc, test_restart_hint_keeps_its_policy);
-        tcase_add_test(tc, test_auto_isolation_decides_per_service);
-        tcase_add_test(tc, test_isolation_two_policies_one_answer);
-        tcase_add_test(tc, test_override);
-        tcase_add_test(tc, test_mitigation);
-        tcase_add_test(tc, test_change_flags);
-        tcase_add_test(tc, test_unit_change_matters);
-        tcase_add_test(tc, test_yield_to_a_conflict);
-        tcase_add_test(tc, test_knob_commit);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return test_run_suite(plan_suite());
+        return test_run_suite(TEST_SUITE("plan", "rules", setup, teardown,
+                                         test_hold_until_unit_list,
+                                         test_hold_keeps_recorded_hints,
+                                         test_adopt_admin_change,
+                                         test_absent_and_unreadable,
+                                         test_restart_hints,
+                                         test_pool_grace,
+                                         test_active_count,
+                                         test_changes_only,
+                                         test_isolation_checks,
+                                         test_restart_hint_keeps_its_policy,
+                                         test_auto_isolation_decides_per_service,
+                                         test_isolation_two_policies_one_answer,
+                                         test_override,
+                                         test_mitigation,
+                                         test_change_flags,
+                                         test_unit_change_matters,
+                                         test_yield_to_a_conflict,
+                                         test_knob_commit));
 }

@@ -113,13 +113,9 @@ START_TEST(test_empty_and_null) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("policy-index");
-        TCase *tc = tcase_create("lookup");
-
-        tcase_add_test(tc, test_same_answers_as_policy_matches_unit);
-        tcase_add_test(tc, test_each_policy_once_in_order);
-        tcase_add_test(tc, test_many_policies);
-        tcase_add_test(tc, test_empty_and_null);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("policy-index", "lookup", NULL, NULL,
+                                         test_same_answers_as_policy_matches_unit,
+                                         test_each_policy_once_in_order,
+                                         test_many_policies,
+                                         test_empty_and_null));
 }

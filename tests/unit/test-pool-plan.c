@@ -162,15 +162,11 @@ START_TEST(test_yield) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("pool-plan");
-        TCase *tc = tcase_create("steps");
-
-        tcase_add_test(tc, test_missing_and_unreadable);
-        tcase_add_test(tc, test_follow_and_adopt);
-        tcase_add_test(tc, test_own_a_node_pool);
-        tcase_add_test(tc, test_resize_keep_and_give_back);
-        tcase_add_test(tc, test_grace);
-        tcase_add_test(tc, test_yield);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("pool-plan", "steps", NULL, NULL,
+                                         test_missing_and_unreadable,
+                                         test_follow_and_adopt,
+                                         test_own_a_node_pool,
+                                         test_resize_keep_and_give_back,
+                                         test_grace,
+                                         test_yield));
 }

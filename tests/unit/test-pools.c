@@ -95,14 +95,10 @@ START_TEST(test_write_error_is_returned) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("pools");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_grow_at_once);
-        tcase_add_test(tc, test_compaction_closes_the_gap);
-        tcase_add_test(tc, test_shortfall_is_bounded_and_reported);
-        tcase_add_test(tc, test_shrink_needs_no_retry);
-        tcase_add_test(tc, test_write_error_is_returned);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("pools", "core", NULL, NULL,
+                                         test_grow_at_once,
+                                         test_compaction_closes_the_gap,
+                                         test_shortfall_is_bounded_and_reported,
+                                         test_shrink_needs_no_retry,
+                                         test_write_error_is_returned));
 }

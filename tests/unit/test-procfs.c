@@ -429,19 +429,15 @@ START_TEST(test_path_read_only) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("procfs");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_vmstat_fixture);
-        tcase_add_test(tc, test_vmstat_fields);
-        tcase_add_test(tc, test_pressure);
-        tcase_add_test(tc, test_pid_stat);
-        tcase_add_test(tc, test_readers);
-        tcase_add_test(tc, test_find_kthreads);
-        tcase_add_test(tc, test_real_proc);
-        tcase_add_test(tc, test_thp_status);
-        tcase_add_test(tc, test_cgroup_unit);
-        tcase_add_test(tc, test_path_read_only);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("procfs", "core", NULL, NULL,
+                                         test_vmstat_fixture,
+                                         test_vmstat_fields,
+                                         test_pressure,
+                                         test_pid_stat,
+                                         test_readers,
+                                         test_find_kthreads,
+                                         test_real_proc,
+                                         test_thp_status,
+                                         test_cgroup_unit,
+                                         test_path_read_only));
 }

@@ -461,25 +461,20 @@ START_TEST(test_auto_madvise_withdraws_only_enabled) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("resolve");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_checked_fixture(tc, setup_baseline, NULL);
-        tcase_add_test(tc, test_no_policy_gives_baseline);
-        tcase_add_test(tc, test_strictest_wins_per_knob);
-        tcase_add_test(tc, test_service_scope_does_not_vote);
-        tcase_add_test(tc, test_looser_policy_alone_wins_over_baseline);
-        tcase_add_test(tc, test_mitigation_and_override);
-        tcase_add_test(tc, test_inherit_uses_resolved_global);
-        tcase_add_test(tc, test_pools_summed_per_size_and_node);
-        tcase_add_test(tc, test_pool_only_policy_does_not_vote_knobs);
-        tcase_add_test(tc, test_pool_sum_saturates);
-        tcase_add_test(tc, test_too_many_pools_is_reported);
-        tcase_add_test(tc, test_auto_met_per_service_next_to_a_looser_policy);
-        tcase_add_test(tc, test_auto_votes_machine_wide_when_nobody_wants_more);
-        tcase_add_test(tc, test_two_auto_policies);
-        tcase_add_test(tc, test_auto_with_an_unisolated_unit_votes);
-        tcase_add_test(tc, test_auto_madvise_withdraws_only_enabled);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("resolve", "core", setup_baseline, NULL,
+                                         test_no_policy_gives_baseline,
+                                         test_strictest_wins_per_knob,
+                                         test_service_scope_does_not_vote,
+                                         test_looser_policy_alone_wins_over_baseline,
+                                         test_mitigation_and_override,
+                                         test_inherit_uses_resolved_global,
+                                         test_pools_summed_per_size_and_node,
+                                         test_pool_only_policy_does_not_vote_knobs,
+                                         test_pool_sum_saturates,
+                                         test_too_many_pools_is_reported,
+                                         test_auto_met_per_service_next_to_a_looser_policy,
+                                         test_auto_votes_machine_wide_when_nobody_wants_more,
+                                         test_two_auto_policies,
+                                         test_auto_with_an_unisolated_unit_votes,
+                                         test_auto_madvise_withdraws_only_enabled));
 }

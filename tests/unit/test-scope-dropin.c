@@ -122,13 +122,9 @@ START_TEST(test_parse_foreign_text) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("scope-dropin");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_memory_thp_path);
-        tcase_add_test(tc, test_memory_thp_madvise_and_its_fallback);
-        tcase_add_test(tc, test_helper_path);
-        tcase_add_test(tc, test_parse_foreign_text);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("scope-dropin", "core", NULL, NULL,
+                                         test_memory_thp_path,
+                                         test_memory_thp_madvise_and_its_fallback,
+                                         test_helper_path,
+                                         test_parse_foreign_text));
 }

@@ -8,137 +8,125 @@
 /* thpd.conf: each section's keys, a later value replacing an earlier one, and a bad value
  * reported on its line and replaced by the default. */
 
-static int load_settings_text(const char *text, Settings *s, Diagnostics *diag) {
+/* What the last load loaded, released by reset() before the next load and after each test. */
+static Settings settings;
+static Diagnostics diag;
+
+static int load(const char *text) {
         g_autofree char *dir = test_mkdtemp();
         g_autofree char *path = g_build_filename(dir, "thpd.conf", NULL);
         const char *paths[] = { path, NULL };
         int r;
 
         test_write_file(dir, "thpd.conf", text);
-        settings_init(s);
-        diagnostics_init(diag);
-        r = settings_load_files(s, paths, diag);
+        settings_init(&settings);
+        diagnostics_init(&diag);
+        r = settings_load_files(&settings, paths, &diag);
         test_rm_rf(dir);
         return r;
 }
 
-START_TEST(test_settings_textfile_path) {
-        Diagnostics diag;
-        Settings s;
+static void reset(void) {
+        settings_done(&settings);
+        diagnostics_clear(&diag);
+}
 
-        ck_assert_int_eq(load_settings_text("[Metrics]\nTextfilePath=/var/lib/prometheus/node-exporter/thpd.prom\n", &s, &diag), 0);
-        ck_assert_str_eq(s.metrics_textfile, "/var/lib/prometheus/node-exporter/thpd.prom");
+/* The last load's diagnostic number `index` (from 0) is on line `line` and says `what`. */
+static void check_diagnostic(unsigned index, unsigned line, const char *what) {
+        g_autofree char *at = g_strdup_printf(":%u: ", line);
+        g_autofree char *text = NULL;
+
+        ck_assert_uint_lt(index, diag.items->len);
+        text = diagnostic_format(g_ptr_array_index(diag.items, index));
+        ck_assert_msg(strstr(text, at) && strstr(text, what), "%s", text);
+}
+
+/* The last load reported n_errors errors, the first on line `line` and naming `what`. */
+static void check_errors(unsigned n_errors, unsigned line, const char *what) {
+        ck_assert_uint_eq(diag.n_errors, n_errors);
+        check_diagnostic(0, line, what);
+}
+
+START_TEST(test_settings_textfile_path) {
+        ck_assert_int_eq(load("[Metrics]\nTextfilePath=/var/lib/prometheus/node-exporter/thpd.prom\n"), 0);
+        ck_assert_str_eq(settings.metrics_textfile, "/var/lib/prometheus/node-exporter/thpd.prom");
         ck_assert_uint_eq(diag.n_errors + diag.n_warnings, 0);
-        settings_done(&s);
-        ck_assert_ptr_null(s.metrics_textfile);
+        settings_done(&settings);
+        ck_assert_ptr_null(settings.metrics_textfile);
         diagnostics_clear(&diag);
 
         /* A later file can turn it off again. */
-        ck_assert_int_eq(load_settings_text("[Metrics]\nTextfilePath=/run/thpd.prom\nTextfilePath=\n", &s, &diag), 0);
-        ck_assert_ptr_null(s.metrics_textfile);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        ck_assert_int_eq(load("[Metrics]\nTextfilePath=/run/thpd.prom\nTextfilePath=\n"), 0);
+        ck_assert_ptr_null(settings.metrics_textfile);
+        reset();
 
-        ck_assert_int_eq(load_settings_text("[Metrics]\nTextfilePath=thpd.prom\nTextfilePath=/run/thpd.txt\n"
-                                            "TextfilePath=/run/.prom\nTextFilePath=/run/thpd.prom\n", &s, &diag), 0);
-        ck_assert_ptr_null(s.metrics_textfile);
-        ck_assert_uint_eq(diag.n_errors, 3);
+        ck_assert_int_eq(load("[Metrics]\nTextfilePath=thpd.prom\nTextfilePath=/run/thpd.txt\n"
+                              "TextfilePath=/run/.prom\nTextFilePath=/run/thpd.prom\n"), 0);
+        ck_assert_ptr_null(settings.metrics_textfile);
         ck_assert_uint_eq(diag.n_warnings, 1);
-        g_autofree char *first = diagnostic_format(g_ptr_array_index(diag.items, 0));
-        ck_assert_msg(strstr(first, ":2: ") && strstr(first, "absolute path ending in .prom"), "%s", first);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        check_errors(3, 2, "absolute path ending in .prom");
 }
 END_TEST
 
 START_TEST(test_settings_storm_watch) {
-        Diagnostics diag;
-        Settings s;
+        ck_assert_int_eq(load("[Storm]\nAction=mitigate\n"), 0);
+        ck_assert(settings.storm_watch);
+        reset();
 
-        ck_assert_int_eq(load_settings_text("[Storm]\nAction=mitigate\n", &s, &diag), 0);
-        ck_assert(s.storm_watch);
-        settings_done(&s);
-        diagnostics_clear(&diag);
-
-        ck_assert_int_eq(load_settings_text("[Storm]\nWatch=no\nAction=mitigate\n", &s, &diag), 0);
-        ck_assert(!s.storm_watch);
-        ck_assert_int_eq(s.storm.action, STORM_ACTION_MITIGATE);
+        ck_assert_int_eq(load("[Storm]\nWatch=no\nAction=mitigate\n"), 0);
+        ck_assert(!settings.storm_watch);
+        ck_assert_int_eq(settings.storm.action, STORM_ACTION_MITIGATE);
         ck_assert_uint_eq(diag.n_errors + diag.n_warnings, 0);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        reset();
 
         /* A bad value is an error on its line and leaves the watcher on. */
-        ck_assert_int_eq(load_settings_text("[Storm]\nWatch=sometimes\n", &s, &diag), 0);
-        ck_assert(s.storm_watch);
-        ck_assert_uint_eq(diag.n_errors, 1);
-        g_autofree char *first = diagnostic_format(g_ptr_array_index(diag.items, 0));
-        ck_assert_msg(strstr(first, ":2: ") && strstr(first, "Watch="), "%s", first);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        ck_assert_int_eq(load("[Storm]\nWatch=sometimes\n"), 0);
+        ck_assert(settings.storm_watch);
+        check_errors(1, 2, "Watch=");
 }
 END_TEST
 
 /* [Drift]: the defaults, both keys, and a bad value reported on its line and ignored. */
 START_TEST(test_settings_drift) {
-        Diagnostics diag;
-        Settings s;
+        ck_assert_int_eq(load(""), 0);
+        ck_assert_uint_eq(settings.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
+        ck_assert_uint_eq(settings.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
+        reset();
 
-        ck_assert_int_eq(load_settings_text("", &s, &diag), 0);
-        ck_assert_uint_eq(s.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
-        ck_assert_uint_eq(s.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
-        settings_done(&s);
-        diagnostics_clear(&diag);
-
-        ck_assert_int_eq(load_settings_text("[Drift]\nMaxRestores=0\nRestoreWindowSec=1h\n", &s, &diag), 0);
-        ck_assert_uint_eq(s.drift.max_restores, 0);
-        ck_assert_uint_eq(s.drift.restore_window_usec, 3600 * USEC_PER_SEC);
+        ck_assert_int_eq(load("[Drift]\nMaxRestores=0\nRestoreWindowSec=1h\n"), 0);
+        ck_assert_uint_eq(settings.drift.max_restores, 0);
+        ck_assert_uint_eq(settings.drift.restore_window_usec, 3600 * USEC_PER_SEC);
         ck_assert_uint_eq(diag.n_errors + diag.n_warnings, 0);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        reset();
 
-        ck_assert_int_eq(load_settings_text("[Drift]\nMaxRestores=many\nRestoreWindowSec=0\n", &s, &diag), 0);
-        ck_assert_uint_eq(s.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
-        ck_assert_uint_eq(s.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
-        ck_assert_uint_eq(diag.n_errors, 2);
-        g_autofree char *first = diagnostic_format(g_ptr_array_index(diag.items, 0));
-        ck_assert_msg(strstr(first, ":2: ") && strstr(first, "MaxRestores="), "%s", first);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        ck_assert_int_eq(load("[Drift]\nMaxRestores=many\nRestoreWindowSec=0\n"), 0);
+        ck_assert_uint_eq(settings.drift.max_restores, DRIFT_DEFAULT_MAX_RESTORES);
+        ck_assert_uint_eq(settings.drift.restore_window_usec, DRIFT_DEFAULT_RESTORE_WINDOW_USEC);
+        check_errors(2, 2, "MaxRestores=");
 }
 END_TEST
 
 /* [Daemon]: each bad value is an error on its line, worded as every section words it, and keeps
  * the default; an unknown key is only a warning. */
 START_TEST(test_settings_daemon) {
-        Diagnostics diag;
-        Settings s;
-
-        ck_assert_int_eq(load_settings_text("[Daemon]\nRestoreOnExit=maybe\nPoolGracePeriod=5x\nAwaitTimeout=0\n"
-                                            "PoolAllocRetries=101\nLogLevel=loud\nRestoreOnExitt=no\n", &s, &diag), 0);
-        ck_assert(s.restore_on_exit);
-        ck_assert_uint_eq(s.pool_grace_usec, SETTINGS_DEFAULT_POOL_GRACE_USEC);
-        ck_assert_uint_eq(s.await_timeout_usec, SETTINGS_DEFAULT_AWAIT_TIMEOUT_USEC);
-        ck_assert_uint_eq(s.pool_alloc_retries, SETTINGS_DEFAULT_POOL_ALLOC_RETRIES);
-        ck_assert_int_eq(s.log_level, -1);
+        ck_assert_int_eq(load("[Daemon]\nRestoreOnExit=maybe\nPoolGracePeriod=5x\nAwaitTimeout=0\n"
+                              "PoolAllocRetries=101\nLogLevel=loud\nRestoreOnExitt=no\n"), 0);
+        ck_assert(settings.restore_on_exit);
+        ck_assert_uint_eq(settings.pool_grace_usec, SETTINGS_DEFAULT_POOL_GRACE_USEC);
+        ck_assert_uint_eq(settings.await_timeout_usec, SETTINGS_DEFAULT_AWAIT_TIMEOUT_USEC);
+        ck_assert_uint_eq(settings.pool_alloc_retries, SETTINGS_DEFAULT_POOL_ALLOC_RETRIES);
+        ck_assert_int_eq(settings.log_level, -1);
         ck_assert_uint_eq(diag.n_errors, 5);
         ck_assert_uint_eq(diag.n_warnings, 1);
-        g_autofree char *retries = diagnostic_format(g_ptr_array_index(diag.items, 3));
-        ck_assert_msg(strstr(retries, ":5: ") && strstr(retries, "invalid value for PoolAllocRetries=: \"101\""), "%s", retries);
-        g_autofree char *unknown = diagnostic_format(g_ptr_array_index(diag.items, 5));
-        ck_assert_msg(strstr(unknown, ":7: ") && strstr(unknown, "unknown setting [Daemon] RestoreOnExitt="), "%s", unknown);
-        settings_done(&s);
-        diagnostics_clear(&diag);
+        check_diagnostic(3, 5, "invalid value for PoolAllocRetries=: \"101\"");
+        check_diagnostic(5, 7, "unknown setting [Daemon] RestoreOnExitt=");
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("settings");
-        TCase *tc = tcase_create("load");
-
-        tcase_add_test(tc, test_settings_textfile_path);
-        tcase_add_test(tc, test_settings_storm_watch);
-        tcase_add_test(tc, test_settings_drift);
-        tcase_add_test(tc, test_settings_daemon);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("settings", "load", NULL, reset,
+                                         test_settings_textfile_path,
+                                         test_settings_storm_watch,
+                                         test_settings_drift,
+                                         test_settings_daemon));
 }

@@ -112,13 +112,8 @@ START_TEST(test_read_bad) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("unit-processes");
-        TCase *tc = tcase_create("read");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_read);
-        tcase_add_test(tc, test_read_none);
-        tcase_add_test(tc, test_read_bad);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("unit-processes", "read", setup, teardown,
+                                         test_read,
+                                         test_read_none,
+                                         test_read_bad));
 }

@@ -184,17 +184,13 @@ START_TEST(test_load_past_small_file) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("unit-record");
-        TCase *tc = tcase_create("core");
-
-        tcase_add_test(tc, test_round_trip_is_sorted);
-        tcase_add_test(tc, test_empty_record);
-        tcase_add_test(tc, test_changes_replayed);
-        tcase_add_test(tc, test_cut_last_line_ignored);
-        tcase_add_test(tc, test_when_to_append);
-        tcase_add_test(tc, test_bad_records);
-        tcase_add_test(tc, test_load_written_record);
-        tcase_add_test(tc, test_load_past_small_file);
-        suite_add_tcase(s, tc);
-        return test_run_suite(s);
+        return test_run_suite(TEST_SUITE("unit-record", "core", NULL, NULL,
+                                         test_round_trip_is_sorted,
+                                         test_empty_record,
+                                         test_changes_replayed,
+                                         test_cut_last_line_ignored,
+                                         test_when_to_append,
+                                         test_bad_records,
+                                         test_load_written_record,
+                                         test_load_past_small_file));
 }

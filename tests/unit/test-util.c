@@ -59,6 +59,18 @@ int test_run_suite(Suite *s) {
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+Suite *test_suite_new(const char *suite_name, const char *tcase_name, SFun setup, SFun teardown, const TTest *const *tests) {
+        Suite *s = suite_create(suite_name);
+        TCase *tc = tcase_create(tcase_name);
+
+        if (setup || teardown)
+                tcase_add_checked_fixture(tc, setup, teardown);
+        for (; *tests; tests++)
+                tcase_add_test(tc, *tests);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
 int test_skip(const char *reason) {
         printf("SKIP: %s: %s\n", program_invocation_short_name, reason);
         return TEST_EXIT_SKIP;
