@@ -391,6 +391,7 @@ class FaultsTest(ThpdTestCase):
             line = b'# ' + b'x' * 1000 + b'\n'
             for _ in range(100 * 1024 * 1024 // len(line)):
                 f.write(line)
+        big.chmod(0o644)  # trusted whatever the runner's umask, so that thpd reads it
         os.mkfifo(self.policy_dir / 'fifo.conf', 0o644)
 
         thpd = self.start_thpd(wait_ready=False)
