@@ -185,16 +185,6 @@ const DriftConflict *drift_conflict(const DriftState *s, const char *item) {
         return find_conflict(s, item);
 }
 
-void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]) {
-        Knob k;
-
-        FOREACH_KNOB(i)
-                ret[i] = false;
-        for (guint i = 0; i < s->conflicts->len; i++)
-                if (knob_from_name(g_array_index(s->conflicts, DriftConflict, i).item, &k) >= 0)
-                        ret[k] = true;
-}
-
 bool drift_has_writer(const DriftState *s, const char *unit) {
         for (guint i = 0; i < s->conflicts->len; i++)
                 if (streq_ptr(g_array_index(s->conflicts, DriftConflict, i).writer, unit))

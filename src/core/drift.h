@@ -145,8 +145,6 @@ void drift_record(DriftState *s, DriftEvent *event);
 void drift_event_done(DriftEvent *event);
 
 const DriftConflict *drift_conflict(const DriftState *s, const char *item);
-/* Knobs in conflict: thpd leaves them at whatever the writer set (pools: drift_conflict()). */
-void drift_yielded(const DriftState *s, bool ret[_KNOB_MAX]);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);
 /* What the systemd manager says of a writer in conflict, asked after one of its jobs ended or

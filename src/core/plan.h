@@ -94,12 +94,12 @@ typedef struct PlanInput {
 
         const bool *present;        /* [_KNOB_MAX] the knobs this kernel has */
         const KnobValue *current;   /* [_KNOB_MAX] as read; UNSET where the read failed */
-        const bool *owned;          /* [_KNOB_MAX] thpd moved the knob away from the baseline */
+        const bool *owned;          /* [_KNOB_MAX] not the baseline's: thpd's or yielded (ownership.h) */
         const KnobValue *recorded;  /* [_KNOB_MAX] the baseline record */
         const KnobValue *pinned;    /* [_KNOB_MAX] thpd.conf's baseline values; UNSET: none */
         const KnobValue *mitigation;/* [_KNOB_MAX] storm mitigation votes; UNSET: none */
         const KnobValue *override;  /* [_KNOB_MAX] the admin override; UNSET: none */
-        /* [_KNOB_MAX] knobs in conflict with a writer that keeps rewriting them (drift.h);
+        /* [_KNOB_MAX] knobs yielded to a writer that keeps rewriting them (ownership.h);
          * NULL: none. */
         const bool *yielded;
         const PoolBaseline *pool_baseline;

@@ -51,9 +51,3 @@ void pool_plan_step(const PoolTarget *t, const PoolObservation *o, PoolStep *ret
                 step.action = POOL_ACTION_KEEP;
         *ret = step;
 }
-
-bool pool_owned_after(const PoolTarget *t, const PoolStep *step, bool resized, uint64_t allocated) {
-        if (t->requested > 0)
-                return true;
-        return resized && allocated != step->baseline;
-}

@@ -27,8 +27,8 @@ typedef struct PoolObservation {
         uint64_t baseline;
         bool readable;          /* current was read */
         uint64_t current;       /* nr_hugepages now */
-        bool owned;             /* thpd resized it since it was last the admin's */
-        bool yielded;           /* drift.h gave it up to another writer */
+        bool owned;             /* not the baseline's: thpd's, or yielded (ownership.h) */
+        bool yielded;           /* another writer's, that thpd yielded to (ownership.h) */
 } PoolObservation;
 
 typedef struct PoolStep {
@@ -43,8 +43,3 @@ typedef struct PoolStep {
 
 /* The step for target t (from resolve()) given what was read. */
 void pool_plan_step(const PoolTarget *t, const PoolObservation *o, PoolStep *ret);
-
-/* Whether thpd owns the pool once the step was carried out: while a policy asks for pages, or
- * after a resize left it away from its baseline (a shrink that fell short is still ours to
- * finish). resized: a RESIZE or OWN write succeeded, giving "allocated" pages. */
-bool pool_owned_after(const PoolTarget *t, const PoolStep *step, bool resized, uint64_t allocated);

@@ -214,6 +214,7 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
 
         FOREACH_KNOB(k) {
                 const KnobStep *step = &p->knobs[k];
+                bool failed = false;
 
                 switch (step->action) {
                 case KNOB_ACTION_ABSENT: {
@@ -230,16 +231,16 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                                  knob_value_to_string(k, step->current, buf));
                         break;
                 case KNOB_ACTION_WRITE:
-                        /* Failed: write_knob() read back what the kernel kept, and ownership stays. */
-                        if (write_knob(m, k, step, changes) < 0) {
+                        /* Failed: write_knob() read back what the kernel kept. */
+                        failed = write_knob(m, k, step, changes) < 0;
+                        if (failed)
                                 errors++;
-                                continue;
-                        }
                         break;
                 default:
                         break;
                 }
-                baseline_changed |= plan_knob_commit(step, &m->applied[k], &m->owned[k], &m->baseline.knobs[k]);
+                baseline_changed |= ownership_knob_commit(&m->own.knobs[k], step, failed, p->baseline[k], &m->applied[k],
+                                                          &m->baseline.knobs[k]);
         }
 
         m->counters.knob_errors += errors;
@@ -336,11 +337,11 @@ void manager_apply(Manager *m) {
         _cleanup_(observation_done) Observation o = {};
         _cleanup_(plan_done) Plan p = {};
         g_autoptr(GArray) changes = g_array_new(FALSE, TRUE, sizeof(KnobChange));
-        bool baseline_changed, yielded[_KNOB_MAX];
+        bool baseline_changed, owned[_KNOB_MAX], yielded[_KNOB_MAX];
 
         g_array_set_clear_func(changes, knob_change_clear);
         observe(m, &o);
-        drift_yielded(&m->drift, yielded);
+        ownership_plan_flags(&m->own, owned, yielded);
         plan(&m->plan, &(PlanInput) {
                         .candidates = (const PlanCandidate *) o.candidates.candidates->data,
                         .n_candidates = o.candidates.candidates->len,
@@ -353,7 +354,7 @@ void manager_apply(Manager *m) {
                         .pool_grace_usec = m->settings.pool_grace_usec,
                         .present = m->present,
                         .current = o.current,
-                        .owned = m->owned,
+                        .owned = owned,
                         .recorded = m->baseline.knobs,
                         .pinned = m->settings.baseline,
                         .mitigation = m->mitigation,

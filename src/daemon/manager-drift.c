@@ -78,12 +78,6 @@ GArray *manager_drift_counts(const Manager *m) {
         return counts;
 }
 
-/* Whether a source wants the knob's value: exactly the knobs the plan would not adopt. */
-static bool knob_held(const Manager *m, Knob k) {
-        return m->target.source[k].kind != SOURCE_BASELINE || m->owned[k] ||
-               m->settings.baseline[k] != KNOB_VALUE_UNSET;
-}
-
 /* Why thpd holds the item, for a restore. */
 static char *item_reason(Manager *m, const char *item) {
         Knob k;
@@ -230,9 +224,20 @@ static void on_writer_state(const char *unit, int r, const char *active_state, b
                 log_debug("%s runs: its conflict ends when it stops.", unit);
         if (!drift_writer_state(&m->drift, unit, running, reached_active))
                 return;
+        manager_drift_conflicts_changed(m);
         log_notice("%s stopped; thpd restores what it gave up to it again.", unit);
         publish_drift(m, NULL, 0);
         manager_apply(m);
+}
+
+void manager_drift_conflicts_changed(Manager *m) {
+        FOREACH_KNOB(k)
+                m->own.knobs[k] = ownership_conflict(m->own.knobs[k], drift_conflict(&m->drift, knob_name(k)) != NULL);
+        for (size_t i = 0; i < m->baseline.n_pools; i++) {
+                g_autofree char *item = manager_pool_item(m->baseline.pools[i].page_size_kb, m->baseline.pools[i].node);
+
+                m->own.pools[i] = ownership_conflict(m->own.pools[i], drift_conflict(&m->drift, item) != NULL);
+        }
 }
 
 /* Followed from its signals too: a writer stopped before the answer to a query came may be
@@ -283,8 +288,8 @@ typedef struct Look {
         uint64_t job_age, now, now_realtime, written_realtime;
 } Look;
 
-/* Decides, counts, logs and keeps one item found changed. */
-static void found_changed(Manager *m, Look *l, const char *item, bool held, char *expected, char *found) {
+/* Decides, counts, logs and keeps one item found changed; its owner follows. */
+static void found_changed(Manager *m, Look *l, const char *item, Owner *owner, bool held, char *expected, char *found) {
         DriftEvent e = {
                 .item = g_strdup(item),
                 .expected = expected,
@@ -298,6 +303,7 @@ static void found_changed(Manager *m, Look *l, const char *item, bool held, char
         };
 
         e.action = drift_decide(&m->drift, &m->settings.drift, item, held, l->writer, found, l->now, l->now_realtime);
+        *owner = ownership_after_drift(*owner, e.action);
         count_drift(m, item, l->writer);
         journal_event(m, &e);
         g_array_append_val(l->events, e);
@@ -351,8 +357,10 @@ static void judge_knobs(Manager *m, Look *l, bool everything, bool unreadable[_K
                 }
                 if (found == m->applied[k])
                         continue;
-                found_changed(m, l, knob_name(k), knob_held(m, k), g_strdup(knob_value_to_string(k, m->applied[k], a)),
-                              g_strdup(knob_value_to_string(k, found, b)));
+                found_changed(m, l, knob_name(k), &m->own.knobs[k],
+                              ownership_knob_held(m->own.knobs[k], m->target.source[k].kind,
+                                                  m->settings.baseline[k] != KNOB_VALUE_UNSET),
+                              g_strdup(knob_value_to_string(k, m->applied[k], a)), g_strdup(knob_value_to_string(k, found, b)));
                 m->applied[k] = found;
         }
 }
@@ -365,16 +373,17 @@ static void judge_pools(Manager *m, Look *l, bool everything) {
                 const PoolTarget *t = target_find_pool(&m->target, p->page_size_kb, p->node);
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, p->page_size_kb, p->node);
                 g_autofree char *item = NULL;
+                Owner *owner;
                 uint64_t nr;
-                bool held;
 
                 if (!b || !item_wanted(m->drift_watch, everything, true, 0, p->page_size_kb, p->node) ||
                     pool_files_read_pages(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &nr) < 0 ||
                     nr == p->allocated || drift_pool_settling(p->target, p->allocated, nr))
                         continue;
-                held = (t && t->requested > 0) || m->pool_owned[b - m->baseline.pools];
+                owner = &m->own.pools[b - m->baseline.pools];
                 item = manager_pool_item(p->page_size_kb, p->node);
-                found_changed(m, l, item, held, g_strdup_printf("%" PRIu64, p->allocated), g_strdup_printf("%" PRIu64, nr));
+                found_changed(m, l, item, owner, ownership_pool_held(*owner, t ? t->requested : 0),
+                              g_strdup_printf("%" PRIu64, p->allocated), g_strdup_printf("%" PRIu64, nr));
                 p->allocated = nr;
         }
 }

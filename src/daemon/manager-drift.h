@@ -30,5 +30,8 @@ bool manager_drift_knob_unchanged(const Manager *m, Knob k);
  * changed, and queues the apply that acts on it. Writes nothing itself. */
 void manager_drift_look(Manager *m);
 
+/* The conflicts changed (one ended, or a reload ended them all): each item's owner follows. */
+void manager_drift_conflicts_changed(Manager *m);
+
 /* How often each (knob, writer) was found changed, for the metrics; sorted. */
 GArray *manager_drift_counts(const Manager *m);

@@ -52,8 +52,8 @@ char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
 }
 
 /* What pool_plan_step() needs, read now. */
-static void observe_pool(Manager *m, const PoolTarget *t, const PoolBaseline *b, const char *item,
-                         PoolObservation *ret, PoolState *ret_state, int *ret_read_error) {
+static void observe_pool(Manager *m, const PoolTarget *t, const PoolBaseline *b, PoolObservation *ret,
+                         PoolState *ret_state, int *ret_read_error) {
         size_t bi = b ? (size_t) (b - m->baseline.pools) : 0;
         PoolState state = {};
         int r;
@@ -64,8 +64,8 @@ static void observe_pool(Manager *m, const PoolTarget *t, const PoolBaseline *b,
                 .baseline = b ? b->pages : 0,
                 .readable = r >= 0,
                 .current = r >= 0 ? state.nr : 0,
-                .owned = b && m->pool_owned[bi],
-                .yielded = drift_conflict(&m->drift, item) != NULL,
+                .owned = b && m->own.pools[bi] != OWNER_BASELINE,
+                .yielded = b && m->own.pools[bi] == OWNER_WRITER,
         };
         *ret_state = state;
         *ret_read_error = r;
@@ -120,7 +120,7 @@ unsigned manager_apply_pools(Manager *m) {
                 int r;
 
                 format_page_size(t->page_size_kb, size);
-                observe_pool(m, t, b, item, &o, &state, &r);
+                observe_pool(m, t, b, &o, &state, &r);
                 pool_plan_step(t, &o, &step);
                 status.target = step.target;
 
@@ -165,12 +165,13 @@ unsigned manager_apply_pools(Manager *m) {
                         break;
                 }
 
-                if (step.action != POOL_ACTION_YIELD)
-                        m->pool_owned[(size_t) (b - m->baseline.pools)] = pool_owned_after(t, &step, resized, allocated);
-
                 /* What the resize left: read again only when there was one. */
                 if (resized && pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
                         state = (PoolState) {};
+                /* A write that failed left the pages it found. */
+                m->own.pools[(size_t) (b - m->baseline.pools)] =
+                        ownership_pool_step(m->own.pools[(size_t) (b - m->baseline.pools)], t, &step,
+                                            resized ? allocated : step.current);
                 status.allocated = state.nr;
                 status.free = state.free;
                 g_array_append_val(m->pools, status);
@@ -188,11 +189,25 @@ int manager_restore_pools(Manager *m) {
                 char size[24];
                 int r;
 
-                if (!m->pool_owned[i] || pool_files_read(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &state) < 0 ||
-                    state.nr == p->pages)
+                if (pool_files_read(&m->pool_files, m->sysfs_root, p->page_size_kb, p->node, &state) < 0)
                         continue;
-                r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);
                 format_page_size(p->page_size_kb, size);
+                switch (ownership_at_stop(m->own.pools[i], state.nr == p->pages)) {
+                case OWNERSHIP_STOP_LEAVE: {
+                        g_autofree char *item = manager_pool_item(p->page_size_kb, p->node);
+                        const DriftConflict *c = drift_conflict(&m->drift, item);
+
+                        log_notice("hugetlb %s pool: leaving %" PRIu64 " pages, the size %s set, which thpd yielded to "
+                                   "(the baseline is %" PRIu64 ")",
+                                   size, state.nr, c && c->writer ? c->writer : "an unknown writer", p->pages);
+                        continue;
+                }
+                case OWNERSHIP_STOP_RESTORE:
+                        break;
+                default:
+                        continue;
+                }
+                r = sysfs_write_pool(m->sysfs_root, p->page_size_kb, p->node, p->pages, &got);
                 if (r < 0) {
                         log_error_errno(r, "hugetlb %s pool: cannot restore %" PRIu64 " pages: %m", size, p->pages);
                         failed = r;

@@ -63,6 +63,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->per_service = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         m->listeners = g_array_new(FALSE, FALSE, sizeof(ManagerListenerEntry));
         baseline_init(&m->baseline);
+        ownership_init(&m->own);
         unset_knobs(m->applied);
         unset_knobs(m->override);
         unset_knobs(m->mitigation);
@@ -318,13 +319,15 @@ static int setup_baseline(Manager *m) {
 
         m->baseline = recorded;
         FOREACH_KNOB(k)
-                m->owned[k] = m->present[k] && current[k] != recorded.knobs[k];
+                if (m->present[k])
+                        m->own.knobs[k] = ownership_at_start(current[k] == recorded.knobs[k]);
         for (size_t i = 0; i < m->baseline.n_pools; i++) {
                 const PoolBaseline *p = &m->baseline.pools[i];
                 PoolState state;
 
-                m->pool_owned[i] = sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) >= 0 &&
-                                   state.nr != p->pages;
+                /* One that cannot be read is the apply's error to report, not a leftover. */
+                if (sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) >= 0)
+                        m->own.pools[i] = ownership_at_start(state.nr == p->pages);
         }
 
         if (reused) {
@@ -348,6 +351,7 @@ void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
         plan_effective_baseline(m->present, m->baseline.knobs, m->settings.baseline, out);
 }
 
+/* Gives back what is thpd's and leaves what it yielded to another writer, saying so. */
 static int restore(Manager *m) {
         KnobValue baseline[_KNOB_MAX];
         int failed = 0, r;
@@ -360,8 +364,20 @@ static int restore(Manager *m) {
                 if (want == KNOB_VALUE_UNSET)
                         continue;
                 r = sysfs_read_knob(m->sysfs_root, k, &cur);
-                if (r >= 0 && cur == want)
+                switch (ownership_at_stop(m->own.knobs[k], r >= 0 && cur == want)) {
+                case OWNERSHIP_STOP_LEAVE: {
+                        const DriftConflict *c = drift_conflict(&m->drift, knob_name(k));
+
+                        log_notice("%s: leaving %s, the value of %s, which thpd yielded to (the baseline is %s)",
+                                   knob_name(k), knob_value_to_string(k, cur, a),
+                                   c && c->writer ? c->writer : "an unknown writer", knob_value_to_string(k, want, b));
                         continue;
+                }
+                case OWNERSHIP_STOP_RESTORE:
+                        break;
+                default:
+                        continue;
+                }
                 r = sysfs_write_knob(m->sysfs_root, k, want);
                 if (r < 0) {
                         log_error_errno(r, "%s: cannot restore %s: %m", knob_name(k), knob_value_to_string(k, want, a));
@@ -576,6 +592,7 @@ int manager_reload(Manager *m) {
         load_policies(m);
         /* A reload is how an admin says the fight is settled: every writer starts afresh. */
         drift_reset(&m->drift);
+        manager_drift_conflicts_changed(m);
         /* The target points into the policies just replaced: resolve against the new ones before
          * anything (a property read, a storm event) looks at it. */
         manager_apply(m);

@@ -10,6 +10,7 @@
 #include "drift.h"
 #include "isolation.h"
 #include "metrics.h"
+#include "ownership.h"
 #include "plan.h"
 #include "policy-dirs.h"
 #include "policy.h"
@@ -74,8 +75,7 @@ typedef struct Manager {
         KnobFiles knob_files;          /* the present knobs' files, kept open */
         PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
-        bool owned[_KNOB_MAX];         /* thpd moved the knob away from the baseline */
-        bool pool_owned[RESOLVE_MAX_POOLS]; /* by index into baseline.pools */
+        Ownership own;                 /* whose value each knob and pool holds (ownership.h) */
         KnobValue applied[_KNOB_MAX];  /* what the kernel reported after the last apply */
         KnobValue override[_KNOB_MAX];
         uint64_t override_expires_realtime; /* 0: until cleared */

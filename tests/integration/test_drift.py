@@ -285,6 +285,32 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.stack.unit_state('thpd-test-daemon.service'), 'inactive')
         self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
 
+    def test_3c_yield_outlasts_the_stop(self):
+        """Issue 42, case 1: MaxRestores=2, and a root shell writes never five times: two
+        restores, then a conflict. SIGTERM (systemctl stop thpd, a package removal) gives back
+        what is thpd's and leaves the value it yielded, saying so."""
+        self.write_drift_config(max_restores=2)
+        self.write_policy('scan.conf', f'[Policy]\nUnits={APP}\n[Khugepaged]\nPagesToScan=2048\n')
+        daemon = self.start_with_app()
+        self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
+        restores = r'enabled: found never instead of madvise, unknown writer; restoring'
+        for n in range(1, 3):
+            self.kernel.knob_path('enabled').write_text('never\n')
+            wait_until(lambda: self.count(daemon, restores) == n, DEADLINE, f'restore {n}')
+            self.wait_knobs(enabled='madvise')
+        for _ in range(3):
+            self.kernel.knob_path('enabled').write_text('never\n')
+            daemon.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it',
+                            timeout=DEADLINE)
+        self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+
+        daemon.stop()
+        self.assertRegex(daemon.log(), r'enabled: leaving never, the value of an unknown writer, which thpd '
+                                       r'yielded to \(the baseline is always\)')
+        self.assertNotRegex(daemon.log(), r'enabled: never -> always')
+        self.assert_knobs({'enabled': 'never', 'khugepaged/pages_to_scan': '4096'})
+        self.assertEqual(self.count(daemon, restores), 2)
+
     def test_4_free_knob_adopted(self):
         """defrag, which no policy holds, set by a oneshot unit: the new baseline, writer named."""
         daemon = self.start_with_app()

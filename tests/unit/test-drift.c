@@ -160,7 +160,6 @@ END_TEST
  * window is a conflict naming it, and thpd yields from then on. */
 START_TEST(test_restore_then_conflict) {
         const DriftConflict *c;
-        bool yielded[_KNOB_MAX];
 
         for (unsigned i = 0; i < SETTINGS.max_restores; i++)
                 ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + i * USEC_PER_SEC),
@@ -175,25 +174,20 @@ START_TEST(test_restore_then_conflict) {
         ck_assert(drift_has_writer(&S, "loop.service"));
 
         ck_assert_int_eq(decide("enabled", true, "loop.service", T0 + 11 * USEC_PER_SEC), DRIFT_ACTION_YIELD);
-        drift_yielded(&S, yielded);
-        ck_assert(yielded[KNOB_ENABLED]);
-        ck_assert(!yielded[KNOB_DEFRAG]);
+        ck_assert_ptr_nonnull(drift_conflict(&S, "enabled"));
+        ck_assert_ptr_null(drift_conflict(&S, "defrag"));
 }
 END_TEST
 
-/* A hugetlb pool is an item like a knob: limited on its own, and not among the yielded knobs. */
+/* A hugetlb pool is an item like a knob: limited on its own. */
 START_TEST(test_pool_item) {
-        bool yielded[_KNOB_MAX];
-
         for (unsigned i = 0; i < SETTINGS.max_restores; i++)
                 ck_assert_int_eq(decide("hugepages-2048kB/nr_hugepages", true, "tuned.service", T0 + i),
                                  DRIFT_ACTION_RESTORE);
         ck_assert_int_eq(decide("hugepages-2048kB/nr_hugepages", true, "tuned.service", T0 + 5), DRIFT_ACTION_YIELD);
         ck_assert_ptr_nonnull(drift_conflict(&S, "hugepages-2048kB/nr_hugepages"));
         ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 6), DRIFT_ACTION_RESTORE);
-        drift_yielded(&S, yielded);
-        FOREACH_KNOB(k)
-                ck_assert(!yielded[k]);
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
 }
 END_TEST
 
