@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """A stingy hugetlb pool directory (hugepages-<N>kB/) in FUSE, for the pool-shortfall test.
 
-Usage: fake_hugetlb_fuse.py MOUNTPOINT CAP_FILE WRITE_LOG
+Usage: fake_hugetlb_fuse.py MOUNTPOINT CAP_FILE WRITE_LOG [FAIL_FILE]
 Like the kernel, a write to nr_hugepages succeeds but allocates at most the number of pages
 CAP_FILE holds (read at each write, so a test can "free memory" by raising it); nr_hugepages and
-free_hugepages then read what was allocated. A value that is not a number gets EINVAL. Every
-write to nr_hugepages is appended to WRITE_LOG, one line each. Runs in the foreground until
-unmounted (umount --lazy MOUNTPOINT). Needs python3-fusepy.
+free_hugepages then read what was allocated. A value that is not a number gets EINVAL. While
+FAIL_FILE exists, every write to nr_hugepages fails with the errno it names (EIO, EBUSY) and
+changes nothing. Every write to nr_hugepages is appended to WRITE_LOG, one line each. Runs in the
+foreground until unmounted (umount --lazy MOUNTPOINT). Needs python3-fusepy.
 """
 
 import errno
@@ -21,9 +22,10 @@ FILES = ('nr_hugepages', 'free_hugepages', 'surplus_hugepages', 'resv_hugepages'
 
 
 class StingyPool(Operations):
-    def __init__(self, cap_file, write_log):
+    def __init__(self, cap_file, write_log, fail_file=None):
         self.cap_file = cap_file
         self.write_log = write_log
+        self.fail_file = fail_file
         self.pages = 0
         self.lock = threading.Lock()
 
@@ -65,18 +67,25 @@ class StingyPool(Operations):
             wanted = int(data.decode().strip())
         except ValueError:
             raise FuseOSError(errno.EINVAL)
+        with open(self.write_log, 'a') as f:
+            f.write(f'{wanted}\n')
+        if self.fail_file:
+            try:
+                with open(self.fail_file) as f:
+                    raise FuseOSError(getattr(errno, f.read().strip()))
+            except FileNotFoundError:
+                pass
         with open(self.cap_file) as f:
             cap = int(f.read())
         with self.lock:
             self.pages = min(wanted, cap) if wanted > self.pages else wanted
-        with open(self.write_log, 'a') as f:
-            f.write(f'{wanted}\n')
         return len(data)
 
 
 def main():
     mountpoint, cap_file, write_log = sys.argv[1:4]
-    FUSE(StingyPool(cap_file, write_log), mountpoint, foreground=True, nothreads=True, direct_io=True, nonempty=True)
+    fail_file = sys.argv[4] if len(sys.argv) > 4 else None
+    FUSE(StingyPool(cap_file, write_log, fail_file), mountpoint, foreground=True, nothreads=True, direct_io=True, nonempty=True)
 
 
 if __name__ == '__main__':

@@ -2,7 +2,8 @@
 """Fault injection: thpd on the user-manager stack while its files and callers misbehave.
 
 Each scenario breaks one thing thpd depends on (a knob file that disappears, turns read-only or
-answers EINVAL; a read-only or full runtime directory; policy directories holding a symlink loop,
+answers EINVAL; a hugetlb pool the kernel cannot fill, or that refuses the write giving it
+back; a read-only or full runtime directory; policy directories holding a symlink loop,
 a directory, a 100 MB file, a FIFO and files that vanish during reloads; a storm of SIGHUPs
 during unit churn; 10,000 D-Bus calls with random arguments and 500 Await callers that leave)
 and then checks the same things: thpd is still up and answering (or exited non-zero, keeping its
@@ -267,7 +268,8 @@ class FaultsTest(ThpdTestCase):
 
     def start_stingy_pool(self, cap):
         """Mounts fake_hugetlb_fuse.py over the 2 MiB pool directory; returns (cap file, write
-        log). The kernel side of the pool: writes succeed but allocate at most cap pages."""
+        log). The kernel side of the pool: writes succeed but allocate at most cap pages, and
+        fail with the errno self.pool_fail_file names while it exists."""
         if importlib.util.find_spec('fusepy') is None:
             self.skipTest('python3-fusepy is not installed')
         if not os.path.exists('/dev/fuse'):
@@ -276,12 +278,13 @@ class FaultsTest(ThpdTestCase):
         cap_file.write_text(f'{cap}\n')
         write_log = self.tmp / 'pool-writes'
         write_log.write_text('')
+        self.pool_fail_file = self.tmp / 'pool-fail'
         mountpoint = self.kernel.pool_path().parent
         fuse_log = self.tmp / 'fuse.log'
         # Its output goes to a file: a pipe nobody reads would fill up and stall every access.
         with open(fuse_log, 'wb') as log:
             fuse = subprocess.Popen(['/usr/bin/python3', '-B', str(Path(__file__).with_name('fake_hugetlb_fuse.py')),
-                                     str(mountpoint), str(cap_file), str(write_log)],
+                                     str(mountpoint), str(cap_file), str(write_log), str(self.pool_fail_file)],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
         def unmount():
@@ -331,6 +334,32 @@ class FaultsTest(ThpdTestCase):
         self.assertNotIn('pages after', pools)
 
         self.stop_unit('pool-app.service')
+        self.wait_pool(0)
+        self.assertEqual(self.stop_and_check_baseline(thpd), 0)
+
+    def test_pool_give_back_fails(self):
+        """Issue 42, case 3: the write that gives a pool back fails. The pages it left are still
+        thpd's: not the admin's new baseline, and given back by the first apply after the
+        kernel takes writes again."""
+        self.start_stingy_pool(cap=64)
+        self.write_config('PoolGracePeriod=0\n')
+        self.write_policy('pool.conf', '[Policy]\nUnits=pool-app.service\n[HugeTLB]\nPages=16\n')
+        self.add_barrier_policy()
+        thpd = self.start_thpd()
+        self.start_unit('pool-app.service')
+        self.wait_pool(16)
+
+        self.pool_fail_file.write_text('EIO\n')
+        self.stop_unit('pool-app.service')
+        thpd.wait_log(r'hugetlb 2M pool: cannot set 0 pages \(baseline, no policy holds it\): Input/output error')
+        # Another apply while the kernel still refuses: the pages are not taken for the baseline.
+        self.barrier()
+        self.assertEqual(self.kernel.read_pool(), 16)
+        record = (self.runtime_dir / 'baseline').read_text()
+        self.assertRegex(record, r'(?m)^pool 2048 -1 0$', f'the baseline record:\n{record}')
+
+        self.pool_fail_file.unlink()
+        self.barrier()
         self.wait_pool(0)
         self.assertEqual(self.stop_and_check_baseline(thpd), 0)
 
