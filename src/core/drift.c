@@ -240,6 +240,8 @@ char *drift_describe_process(const char *unit, const char *user, const char *com
 char *drift_describe_writer(const DriftEvent *e) {
         if (e->credit == DRIFT_CREDIT_PROCESS && e->writer_detail)
                 return g_strdup_printf("written by %s", e->writer_detail);
+        if (e->credit == DRIFT_CREDIT_WHILE_DOWN)
+                return g_strdup("written while thpd was not running");
         switch (e->writer ? e->credit : DRIFT_CREDIT_NONE) {
         case DRIFT_CREDIT_ANNOUNCED:
                 return e->writer_detail ? g_strdup_printf("written by %s (%s)", e->writer, e->writer_detail)

@@ -57,6 +57,7 @@ typedef enum DriftCredit {
         DRIFT_CREDIT_JOB_RUNNING, /* a unit whose job was running when the write came */
         DRIFT_CREDIT_JOB_ENDED,   /* a unit whose job ended just before the change was found */
         DRIFT_CREDIT_PROCESS,     /* the writing process, from fanotify (needs CAP_SYS_ADMIN) */
+        DRIFT_CREDIT_WHILE_DOWN,  /* found at start: written while thpd was not running (ownership.h) */
         _DRIFT_CREDIT_MAX,
 } DriftCredit;
 
@@ -160,8 +161,8 @@ bool drift_writer_state(DriftState *s, const char *unit, bool running, bool reac
 char *drift_describe_process(const char *unit, const char *user, const char *comm, int pid);
 
 /* "written by tuned.service (profile hpc-compute)", "likely written by backup.service (its job
- * was running)", "likely written by tuned.service (its job finished 12 ms before)" or "unknown
- * writer". */
+ * was running)", "likely written by tuned.service (its job finished 12 ms before)", "written
+ * while thpd was not running" or "unknown writer". */
 char *drift_describe_writer(const DriftEvent *e);
 /* "tuned.service keeps setting enabled=never: thpd no longer restores it". */
 char *drift_describe_conflict(const DriftConflict *c);

@@ -11,15 +11,17 @@ static const char *const owner_table[_OWNER_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(owner, Owner);
 
 void ownership_init(Ownership *o) {
-        FOREACH_KNOB(k)
+        FOREACH_KNOB(k) {
                 o->knobs[k] = OWNER_BASELINE;
+                o->knobs_unjudged[k] = false;
+        }
         for (size_t i = 0; i < RESOLVE_MAX_POOLS; i++)
                 o->pools[i] = OWNER_BASELINE;
 }
 
-void ownership_plan_flags(const Ownership *o, bool ret_owned[_KNOB_MAX], bool ret_yielded[_KNOB_MAX]) {
+void ownership_plan_flags(const Ownership *o, bool units_known, bool ret_owned[_KNOB_MAX], bool ret_yielded[_KNOB_MAX]) {
         FOREACH_KNOB(k) {
-                ret_owned[k] = o->knobs[k] != OWNER_BASELINE;
+                ret_owned[k] = o->knobs[k] != OWNER_BASELINE || (o->knobs_unjudged[k] && !units_known);
                 ret_yielded[k] = o->knobs[k] == OWNER_WRITER;
         }
 }
@@ -30,9 +32,13 @@ Owner ownership_after_write(Owner before, bool held, bool at_baseline) {
         return held || !at_baseline ? OWNER_THPD : OWNER_BASELINE;
 }
 
-bool ownership_knob_commit(Owner *owner, const KnobStep *step, bool write_failed, KnobValue baseline,
+bool ownership_knob_commit(Ownership *o, Knob k, const KnobStep *step, bool write_failed, KnobValue baseline,
                            KnobValue *applied, KnobValue *recorded) {
+        Owner *owner = &o->knobs[k];
         bool changed = false, owned = *owner != OWNER_BASELINE;
+
+        if (step->action != KNOB_ACTION_HOLD && step->action != KNOB_ACTION_UNREADABLE)
+                o->knobs_unjudged[k] = false;
 
         if (!write_failed)
                 changed = plan_knob_commit(step, applied, &owned, recorded);
@@ -97,8 +103,13 @@ Owner ownership_conflict(Owner before, bool in_conflict) {
         return before == OWNER_WRITER ? OWNER_THPD : before;
 }
 
-Owner ownership_at_start(bool at_baseline) {
-        return at_baseline ? OWNER_BASELINE : OWNER_THPD;
+Owner ownership_at_start(const OwnershipStart *s, bool *ret_while_down) {
+        bool while_down = !s->at_baseline && s->recorded && !s->thpd_left;
+
+        *ret_while_down = while_down;
+        if (s->at_baseline || while_down)
+                return OWNER_BASELINE;
+        return OWNER_THPD;
 }
 
 OwnershipStop ownership_at_stop(Owner o, bool at_baseline) {

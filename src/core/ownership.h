@@ -28,14 +28,18 @@ const char *owner_to_string(Owner o);
 typedef struct Ownership {
         Owner knobs[_KNOB_MAX];
         Owner pools[RESOLVE_MAX_POOLS];
+        /* Found at start written while thpd was not running, and not judged yet: whether a
+         * policy holds it is known once the unit list is in (pools wait for it anyway). */
+        bool knobs_unjudged[_KNOB_MAX];
 } Ownership;
 
 void ownership_init(Ownership *o);
 
 /* What the plan reads of it (plan.h): owned, the knob is not the baseline's (thpd's or
  * yielded), so the plan gives it back rather than adopting it; yielded, it is left as the
- * writer set it. */
-void ownership_plan_flags(const Ownership *o, bool ret_owned[_KNOB_MAX], bool ret_yielded[_KNOB_MAX]);
+ * writer set it. A knob written while thpd was down counts as owned until the unit list is in,
+ * so that the plan holds it rather than adopting a value a running service's policy may undo. */
+void ownership_plan_flags(const Ownership *o, bool units_known, bool ret_owned[_KNOB_MAX], bool ret_yielded[_KNOB_MAX]);
 
 /* A write thpd planned, carried out: done, failed or, for a pool, partly done. What decides is
  * what the kernel holds after it, not whether the write worked: held (a source wants the item,
@@ -45,11 +49,12 @@ void ownership_plan_flags(const Ownership *o, bool ret_owned[_KNOB_MAX], bool re
  * any step: it ends only as a conflict does (ownership_conflict()). */
 Owner ownership_after_write(Owner before, bool held, bool at_baseline);
 
-/* A knob's step (plan.h) carried out. write_failed: a WRITE the kernel refused; *applied then
+/* A knob's step (plan.h) carried out; one that decides (not HOLD, not UNREADABLE) judges a knob
+ * written while thpd was down. write_failed: a WRITE the kernel refused; *applied then
  * holds what the kernel kept (read back by the caller). Otherwise *applied and *recorded are
  * updated as plan_knob_commit() says. baseline: the effective baseline (Plan.baseline). Returns
  * whether the baseline record changed: it is saved before thpd writes anything it protects. */
-bool ownership_knob_commit(Owner *owner, const KnobStep *step, bool write_failed, KnobValue baseline,
+bool ownership_knob_commit(Ownership *o, Knob k, const KnobStep *step, bool write_failed, KnobValue baseline,
                            KnobValue *applied, KnobValue *recorded);
 
 /* A pool's step (pool-plan.h) carried out, leaving `pages` in the pool (after a resize, what it
@@ -70,9 +75,21 @@ Owner ownership_after_drift(Owner before, DriftAction action);
  * writes what the sources want or gives it back to the baseline. */
 Owner ownership_conflict(Owner before, bool in_conflict);
 
-/* thpd starting: with a baseline record from an earlier instance, an item off its baseline is
- * that instance's leftover. */
-Owner ownership_at_start(bool at_baseline);
+/* thpd starting, with what its records say of an item. */
+typedef struct OwnershipStart {
+        bool at_baseline;  /* the kernel holds the recorded (or pinned) baseline */
+        /* An ownership record was read (ownership-record.h): without one (an older thpd, or the
+         * record was lost) nothing tells a leftover from another's write, and an item off its
+         * baseline is taken for thpd's leftover, as the safer guess for the services running. */
+        bool recorded;
+        bool thpd_left;    /* the record says the kernel holds what thpd wrote (or may have left) */
+} OwnershipStart;
+
+/* Off the baseline and not what thpd left: written while thpd was not running (*ret_while_down),
+ * and judged like drift by the first apply: the baseline's until then, so that the apply adopts
+ * it where nothing holds it and restores it where something does. A restart never takes
+ * anyone's value for thpd's leftover. */
+Owner ownership_at_start(const OwnershipStart *s, bool *ret_while_down);
 
 typedef enum OwnershipStop {
         OWNERSHIP_STOP_NOTHING, /* at its baseline, or not thpd's to touch */

@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "manager-drift.h"
+#include "manager-ownership.h"
 #include "manager-pools.h"
 #include "manager.h"
 #include "runtime-file.h"
@@ -212,6 +213,13 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
         unsigned errors = 0;
         char buf[24];
 
+        /* Recorded before they are written: a thpd killed in between must still know them as
+         * its own (ownership-record.h). */
+        FOREACH_KNOB(k)
+                if (p->knobs[k].action == KNOB_ACTION_WRITE)
+                        manager_ownership_note(m, knob_name(k), knob_value_to_string(k, p->knobs[k].target, buf));
+        manager_ownership_flush(m);
+
         FOREACH_KNOB(k) {
                 const KnobStep *step = &p->knobs[k];
                 bool failed = false;
@@ -239,8 +247,13 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                 default:
                         break;
                 }
-                baseline_changed |= ownership_knob_commit(&m->own.knobs[k], step, failed, p->baseline[k], &m->applied[k],
+                baseline_changed |= ownership_knob_commit(&m->own, k, step, failed, p->baseline[k], &m->applied[k],
                                                           &m->baseline.knobs[k]);
+                if (m->present[k] && m->applied[k] != KNOB_VALUE_UNSET)
+                        manager_ownership_note(m, knob_name(k), m->own.knobs[k] == OWNER_THPD
+                                                                        ? knob_value_to_string(k, m->applied[k], buf)
+                                                                        : NULL);
+                manager_ownership_knob_judged(m, k, step);
         }
 
         m->counters.knob_errors += errors;
@@ -341,7 +354,7 @@ void manager_apply(Manager *m) {
 
         g_array_set_clear_func(changes, knob_change_clear);
         observe(m, &o);
-        ownership_plan_flags(&m->own, owned, yielded);
+        ownership_plan_flags(&m->own, manager_units_known(m), owned, yielded);
         plan(&m->plan, &(PlanInput) {
                         .candidates = (const PlanCandidate *) o.candidates.candidates->data,
                         .n_candidates = o.candidates.candidates->len,
@@ -375,6 +388,7 @@ void manager_apply(Manager *m) {
                 manager_save_baseline(m);
         if (manager_units_known(m))
                 m->last_apply_errors += manager_apply_pools(m);
+        manager_ownership_flush(m);
         arm_grace_timer(m, p.next_grace_usec);
         persist(m, &p);
         m->applied_once = true;

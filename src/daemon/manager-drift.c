@@ -309,6 +309,23 @@ static void found_changed(Manager *m, Look *l, const char *item, Owner *owner, b
         g_array_append_val(l->events, e);
 }
 
+void manager_drift_found_while_down(Manager *m, const char *item, DriftAction action, const char *expected,
+                                    const char *found) {
+        DriftEvent e = {
+                .item = g_strdup(item),
+                .expected = g_strdup(expected),
+                .found = g_strdup(found),
+                .credit = DRIFT_CREDIT_WHILE_DOWN,
+                .action = action,
+                .when_usec = now_usec(CLOCK_REALTIME),
+        };
+
+        count_drift(m, item, NULL);
+        journal_event(m, &e);
+        publish_drift(m, &e, 1);
+        drift_record(&m->drift, &e);
+}
+
 static WatchedItem *find_item(const DriftWatch *w, bool is_pool, Knob k, uint64_t size, int node) {
         for (guint i = 0; i < w->items->len; i++) {
                 WatchedItem *it = g_ptr_array_index(w->items, i);

@@ -33,5 +33,10 @@ void manager_drift_look(Manager *m);
 /* The conflicts changed (one ended, or a reload ended them all): each item's owner follows. */
 void manager_drift_conflicts_changed(Manager *m);
 
+/* An item found at start written while thpd was not running (ownership.h), as the first apply
+ * judged it (restored or adopted): logged, counted and reported like any drift. */
+void manager_drift_found_while_down(Manager *m, const char *item, DriftAction action, const char *expected,
+                                    const char *found);
+
 /* How often each (knob, writer) was found changed, for the metrics; sorted. */
 GArray *manager_drift_counts(const Manager *m);

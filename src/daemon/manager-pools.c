@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "log.h"
+#include "manager-ownership.h"
 #include "manager-pools.h"
 #include "pool-ops.h"
 #include "pool-plan.h"
@@ -110,7 +111,9 @@ unsigned manager_apply_pools(Manager *m) {
                 const PoolBaseline *b = baseline_find_pool(&m->baseline, t->page_size_kb, t->node);
                 PoolStatus status = { .page_size_kb = t->page_size_kb, .node = t->node, .target = t->pages };
                 g_autofree char *item = manager_pool_item(t->page_size_kb, t->node);
+                g_autofree char *value = NULL;
                 const DriftConflict *conflict;
+                Owner *owner;
                 PoolObservation o;
                 PoolState state;
                 PoolStep step;
@@ -158,8 +161,13 @@ unsigned manager_apply_pools(Manager *m) {
                         break;
                 case POOL_ACTION_OWN:
                 case POOL_ACTION_RESIZE:
-                        if (step.current != step.target)
-                                resized = resize(m, t, &step, size, &status, &errors, &allocated);
+                        if (step.current == step.target)
+                                break;
+                        /* Recorded first, as for knobs (ownership-record.h). */
+                        value = g_strdup_printf("%" PRIu64, step.target);
+                        manager_ownership_note(m, item, value);
+                        manager_ownership_flush(m);
+                        resized = resize(m, t, &step, size, &status, &errors, &allocated);
                         break;
                 default:
                         break;
@@ -169,9 +177,12 @@ unsigned manager_apply_pools(Manager *m) {
                 if (resized && pool_files_read(&m->pool_files, m->sysfs_root, t->page_size_kb, t->node, &state) < 0)
                         state = (PoolState) {};
                 /* A write that failed left the pages it found. */
-                m->own.pools[(size_t) (b - m->baseline.pools)] =
-                        ownership_pool_step(m->own.pools[(size_t) (b - m->baseline.pools)], t, &step,
-                                            resized ? allocated : step.current);
+                owner = &m->own.pools[(size_t) (b - m->baseline.pools)];
+                *owner = ownership_pool_step(*owner, t, &step, resized ? allocated : step.current);
+                g_free(value);
+                value = g_strdup_printf("%" PRIu64, resized ? state.nr : step.current);
+                manager_ownership_note(m, item, *owner == OWNER_THPD ? value : NULL);
+                manager_ownership_pool_judged(m, item, &step);
                 status.allocated = state.nr;
                 status.free = state.free;
                 g_array_append_val(m->pools, status);

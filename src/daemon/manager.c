@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager-pools.h"
 #include "manager-drift.h"
+#include "manager-ownership.h"
 #include "manager.h"
 #include "procfs-parse.h"
 #include "runtime-file.h"
@@ -64,6 +65,7 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->listeners = g_array_new(FALSE, FALSE, sizeof(ManagerListenerEntry));
         baseline_init(&m->baseline);
         ownership_init(&m->own);
+        manager_ownership_init(m);
         unset_knobs(m->applied);
         unset_knobs(m->override);
         unset_knobs(m->mitigation);
@@ -100,6 +102,7 @@ Manager *manager_free(Manager *m) {
         diagnostics_clear(&m->policy_diagnostics);
         plan_state_done(&m->plan);
         drift_state_done(&m->drift);
+        manager_ownership_done(m);
         g_clear_pointer(&m->drift_counts, g_hash_table_destroy);
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
@@ -318,17 +321,7 @@ static int setup_baseline(Manager *m) {
                                   m->runtime_dir);
 
         m->baseline = recorded;
-        FOREACH_KNOB(k)
-                if (m->present[k])
-                        m->own.knobs[k] = ownership_at_start(current[k] == recorded.knobs[k]);
-        for (size_t i = 0; i < m->baseline.n_pools; i++) {
-                const PoolBaseline *p = &m->baseline.pools[i];
-                PoolState state;
-
-                /* One that cannot be read is the apply's error to report, not a leftover. */
-                if (sysfs_read_pool(m->sysfs_root, p->page_size_kb, p->node, &state) >= 0)
-                        m->own.pools[i] = ownership_at_start(state.nr == p->pages);
-        }
+        manager_ownership_start(m, current, reused);
 
         if (reused) {
                 log_info("Reusing the baseline recorded in %s by an earlier run.", m->runtime_dir);
@@ -406,6 +399,7 @@ int manager_stop(Manager *m, int exit_code) {
                         r = restore(m);
                         if (r >= 0) {
                                 (void) baseline_remove(m->runtime_dir);
+                                manager_ownership_remove(m);
                                 (void) runtime_file_remove(m->runtime_dir, UNIT_RECORD_FILE);
                         } else {
                                 log_error("Some knobs could not be restored; keeping the baseline record in %s for the next start.",

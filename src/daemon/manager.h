@@ -76,6 +76,16 @@ typedef struct Manager {
         PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
         Ownership own;                 /* whose value each knob and pool holds (ownership.h) */
+        /* The ownership record in the runtime directory (manager-ownership.c): thpd's items as
+         * it says them (item -> value text), the lines not yet appended, whether this instance
+         * wrote its snapshot, how long that was and how much was appended since. */
+        GHashTable *own_recorded;
+        GString *own_journal;
+        bool own_record_written;
+        size_t own_record_size, own_record_appended;
+        /* Items found at start written while thpd was not running: item -> the value thpd
+         * expected (its own, or the baseline), until the first apply that judges them. */
+        GHashTable *while_down;
         KnobValue applied[_KNOB_MAX];  /* what the kernel reported after the last apply */
         KnobValue override[_KNOB_MAX];
         uint64_t override_expires_realtime; /* 0: until cleared */

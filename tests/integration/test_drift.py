@@ -18,6 +18,9 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
   MaxRestores= a conflict, the pool left as that unit set it until a reload;
 - a pool no unit holds, sized by the admin: followed, and still the admin's after thpd is killed
   with SIGKILL, started again, and a policy's unit has grown and released it (issue 37);
+- a knob the admin writes while thpd is down (killed with SIGKILL): adopted where no policy
+  holds it, restored where one does, reported as written while thpd was not running; thpd's own
+  leftover given back (issue 42);
 - a TuneD stand-in (fake_tuned.py: TuneD's bus name and profile_changed signal) writes a held
   knob: restored at the write, then named "tuned.service (profile hpc-compute)"; switched again
   and again, a conflict that names it.
@@ -428,6 +431,44 @@ class DriftTest(ThpdTestCase):
         self.wait_pool(10)
         second.stop()
         self.assertEqual(self.kernel.read_pool(), 10)
+
+    def test_7b_written_while_down(self):
+        """Issue 42, case 2: thpd is killed (SIGKILL) while the policy holds madvise; its unit
+        stops and the admin writes never while thpd is down. The restarted thpd tells that from
+        its own leftover: no policy holds the knob, so the admin's value is adopted and reported
+        as written while thpd was not running. Killed again with the unit running and the admin
+        writing always: restored, and reported the same way. Its own leftover, with nobody
+        writing, is given back."""
+        first = self.start_with_app()
+        first.kill()
+        self.stop_unit(APP)
+        self.kernel.set_knob('enabled', 'never')
+        second = self.start_thpd()
+        second.wait_log(r'enabled: found never instead of madvise, written while thpd was not running; no policy '
+                        r'holds it; taking it as the baseline', timeout=DEADLINE)
+        self.assert_knobs(enabled='never')
+        self.assertRegex((self.runtime_dir / 'baseline').read_text(), r'(?m)^knob enabled never$')
+        self.assertRegex(self.ctl('show', '-p', 'RecentDrift'), r'RecentDrift=enabled never madvise - adopted ')
+
+        # The unit runs again under the policy; the admin writes while thpd is down.
+        self.start_unit(APP)
+        self.wait_knobs(enabled='madvise')
+        self.ctl('show', '-p', 'Version')
+        second.kill()
+        self.kernel.set_knob('enabled', 'always')
+        third = self.start_thpd()
+        third.wait_log(r'enabled: found always instead of madvise, written while thpd was not running; restoring '
+                       rf'madvise \(\S*app\.conf for {re.escape(APP)}\)', timeout=DEADLINE)
+        self.wait_knobs(enabled='madvise')
+
+        # Its own leftover: given back to the admin's never once the unit is gone.
+        third.kill()
+        self.stop_unit(APP)
+        fourth = self.start_thpd()
+        self.wait_knobs(enabled='never')
+        self.assertNotRegex(fourth.log(), r'written while thpd was not running')
+        fourth.stop()
+        self.assert_knobs(enabled='never')
 
     def test_8_tuned_profile_switch_named(self):
         """A TuneD-like daemon (com.redhat.tuned on the bus, no unit job) writes enabled=always

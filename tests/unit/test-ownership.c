@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "ownership-record.h"
 #include "ownership.h"
 #include "test-util.h"
 
@@ -45,52 +46,62 @@ END_TEST
 START_TEST(test_knob_commit) {
         KnobValue never = word("never"), madvise = word("madvise"), always = word("always");
         KnobValue applied = madvise, recorded = madvise;
-        Owner o = OWNER_BASELINE;
+        Ownership own;
+        Owner *o = &own.knobs[KNOB_ENABLED];
+
+        ownership_init(&own);
 
         /* A policy's value written. */
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, false, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, false, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_THPD);
+        ck_assert_int_eq(*o, OWNER_THPD);
         ck_assert_int_eq(applied, never);
 
         /* The policy is gone; giving the baseline back fails and the kernel keeps never: thpd's. */
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_WRITE, never, madvise, false }, true, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_WRITE, never, madvise, false }, true, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_THPD);
+        ck_assert_int_eq(*o, OWNER_THPD);
         ck_assert_int_eq(applied, never);
         ck_assert_int_eq(recorded, madvise);
 
         /* ... and done. */
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_WRITE, never, madvise, false }, false, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_WRITE, never, madvise, false }, false, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_BASELINE);
+        ck_assert_int_eq(*o, OWNER_BASELINE);
 
         /* A policy's write the kernel refuses: still thpd's, though the kernel shows the baseline. */
         applied = madvise;
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, true, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_WRITE, madvise, never, true }, true, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_THPD);
+        ck_assert_int_eq(*o, OWNER_THPD);
 
         /* Before the unit list nothing is written and nothing changes hands. */
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_HOLD, madvise, never, false }, false, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_HOLD, madvise, never, false }, false, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_THPD);
+        ck_assert_int_eq(*o, OWNER_THPD);
 
         /* Yielded: the writer's, and a KEEP (the writer set what thpd wants) does not end it. */
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_YIELD, always, never, false }, false, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_YIELD, always, never, false }, false, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_WRITER);
+        ck_assert_int_eq(*o, OWNER_WRITER);
         ck_assert_int_eq(applied, always);
-        ck_assert(!ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_KEEP, never, never, true }, false, madvise,
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_KEEP, never, never, true }, false, madvise,
                                          &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_WRITER);
+        ck_assert_int_eq(*o, OWNER_WRITER);
+
+        /* Written while thpd was down: a HOLD leaves it to be judged, an ADOPT judges it. */
+        *o = OWNER_BASELINE;
+        own.knobs_unjudged[KNOB_ENABLED] = true;
+        ck_assert(!ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_HOLD, always, never, false }, false,
+                                         madvise, &applied, &recorded));
+        ck_assert(own.knobs_unjudged[KNOB_ENABLED]);
 
         /* Adopted: the baseline's, and the record follows. */
-        o = OWNER_BASELINE;
-        ck_assert(ownership_knob_commit(&o, &(KnobStep) { KNOB_ACTION_ADOPT, always, madvise, false }, false, madvise,
+        ck_assert(ownership_knob_commit(&own, KNOB_ENABLED, &(KnobStep) { KNOB_ACTION_ADOPT, always, madvise, false }, false, madvise,
                                         &applied, &recorded));
-        ck_assert_int_eq(o, OWNER_BASELINE);
+        ck_assert_int_eq(*o, OWNER_BASELINE);
         ck_assert_int_eq(recorded, always);
+        ck_assert(!own.knobs_unjudged[KNOB_ENABLED]);
 }
 END_TEST
 
@@ -159,10 +170,33 @@ START_TEST(test_drift_and_conflicts) {
 }
 END_TEST
 
+static Owner start(bool at_baseline, bool recorded, bool thpd_left, bool *ret_while_down) {
+        OwnershipStart s = { .at_baseline = at_baseline, .recorded = recorded, .thpd_left = thpd_left };
+
+        return ownership_at_start(&s, ret_while_down);
+}
+
+/* Case 2 of issue 42: with the record of what thpd wrote, a restart tells its own leftover from
+ * a write made while it was down, which is the baseline's until the first apply judges it. */
+START_TEST(test_start) {
+        bool down;
+
+        ck_assert_int_eq(start(true, true, false, &down), OWNER_BASELINE);
+        ck_assert(!down);
+        ck_assert_int_eq(start(true, true, true, &down), OWNER_BASELINE);
+        ck_assert(!down);
+        ck_assert_int_eq(start(false, true, true, &down), OWNER_THPD);
+        ck_assert(!down);
+        ck_assert_int_eq(start(false, true, false, &down), OWNER_BASELINE);
+        ck_assert(down);
+        /* No record (an older thpd): off the baseline is the last instance's leftover. */
+        ck_assert_int_eq(start(false, false, false, &down), OWNER_THPD);
+        ck_assert(!down);
+}
+END_TEST
+
 /* Case 1 of issue 42: at stop thpd gives back only its own; a yielded value stays. */
 START_TEST(test_start_and_stop) {
-        ck_assert_int_eq(ownership_at_start(true), OWNER_BASELINE);
-        ck_assert_int_eq(ownership_at_start(false), OWNER_THPD);
 
         ck_assert_int_eq(ownership_at_stop(OWNER_THPD, false), OWNERSHIP_STOP_RESTORE);
         ck_assert_int_eq(ownership_at_stop(OWNER_THPD, true), OWNERSHIP_STOP_NOTHING);
@@ -180,21 +214,77 @@ START_TEST(test_plan_flags) {
         ownership_init(&o);
         o.knobs[KNOB_ENABLED] = OWNER_THPD;
         o.knobs[KNOB_DEFRAG] = OWNER_WRITER;
-        ownership_plan_flags(&o, owned, yielded);
+        o.knobs_unjudged[KNOB_SHMEM_ENABLED] = true;
+        ownership_plan_flags(&o, true, owned, yielded);
         ck_assert(owned[KNOB_ENABLED] && !yielded[KNOB_ENABLED]);
         ck_assert(owned[KNOB_DEFRAG] && yielded[KNOB_DEFRAG]);
         ck_assert(!owned[KNOB_SHMEM_ENABLED] && !yielded[KNOB_SHMEM_ENABLED]);
         ck_assert_int_eq(o.pools[0], OWNER_BASELINE);
+        /* Written while thpd was down: held, not adopted, until the unit list is in. */
+        ownership_plan_flags(&o, false, owned, yielded);
+        ck_assert(owned[KNOB_SHMEM_ENABLED] && !yielded[KNOB_SHMEM_ENABLED]);
+}
+END_TEST
+
+static GHashTable *parse(const char *text, int expect) {
+        GHashTable *items = ownership_record_items_new();
+
+        ck_assert_int_eq(ownership_record_parse(text, items), expect);
+        return items;
+}
+
+#define HEADER "# thpd ownership v1: what thpd wrote, per knob and pool\n"
+
+/* The snapshot, then the lines appended: the last value and the one before are thpd's; a
+ * "baseline" line forgets the item; a cut-short last line is ignored. */
+START_TEST(test_record) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        g_autoptr(GHashTable) items = NULL;
+        const OwnershipRecordItem *it;
+
+        ownership_record_begin(s);
+        ownership_record_append_thpd(s, "enabled", "never");
+        ownership_record_append_thpd(s, "hugepages-2048kB/nr_hugepages", "72");
+        ownership_record_append_thpd(s, "defrag", "never");
+        ownership_record_append_thpd(s, "enabled", "madvise");
+        ownership_record_append_baseline(s, "defrag");
+        g_string_append(s, "thpd enabled alw");
+        items = parse(s->str, 0);
+        ck_assert_uint_eq(g_hash_table_size(items), 2);
+        it = g_hash_table_lookup(items, "enabled");
+        ck_assert_str_eq(it->value, "madvise");
+        ck_assert_str_eq(it->previous, "never");
+        ck_assert(ownership_record_knob_left(it, KNOB_ENABLED, word("never")));
+        ck_assert(ownership_record_knob_left(it, KNOB_ENABLED, word("madvise")));
+        ck_assert(!ownership_record_knob_left(it, KNOB_ENABLED, word("always")));
+        ck_assert(!ownership_record_knob_left(NULL, KNOB_ENABLED, word("never")));
+
+        /* A pool anywhere between its baseline (no earlier value) and what thpd asked for. */
+        it = g_hash_table_lookup(items, "hugepages-2048kB/nr_hugepages");
+        ck_assert_ptr_null(it->previous);
+        ck_assert(ownership_record_pool_left(it, 10, 72));
+        ck_assert(ownership_record_pool_left(it, 10, 40));
+        ck_assert(ownership_record_pool_left(it, 10, 10));
+        ck_assert(!ownership_record_pool_left(it, 10, 73));
+        ck_assert(!ownership_record_pool_left(it, 10, 9));
+        ck_assert_ptr_null(g_hash_table_lookup(items, "defrag"));
+
+        g_hash_table_unref(parse("# thpd units v1\n", -EBADMSG));
+        g_hash_table_unref(parse(HEADER "thpd enabled\n", -EBADMSG));
+        g_hash_table_unref(parse(HEADER "yield enabled never\n", -EBADMSG));
+        g_hash_table_unref(parse(HEADER, 0));
 }
 END_TEST
 
 int main(void) {
-        return test_run_suite(TEST_SUITE("ownership", "transitions", NULL, NULL,
+        return test_run_suite(TEST_SUITE("ownership", "rules", NULL, NULL,
                                          test_after_write,
                                          test_knob_commit,
                                          test_pool_steps,
                                          test_held,
                                          test_drift_and_conflicts,
+                                         test_start,
                                          test_start_and_stop,
-                                         test_plan_flags));
+                                         test_plan_flags,
+                                         test_record));
 }

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "ownership-record.h"
+#include "util.h"
+
+#define OWNERSHIP_RECORD_HEADER "# thpd ownership v1: what thpd wrote, per knob and pool\n"
+
+static void item_free(gpointer p) {
+        OwnershipRecordItem *it = p;
+
+        g_free(it->value);
+        g_free(it->previous);
+        g_free(it);
+}
+
+GHashTable *ownership_record_items_new(void) {
+        return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, item_free);
+}
+
+static bool valid_word(const char *s) {
+        return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
+}
+
+static void set_thpd(GHashTable *items, const char *item, const char *value) {
+        OwnershipRecordItem *it = g_hash_table_lookup(items, item);
+
+        if (!it) {
+                it = g_new0(OwnershipRecordItem, 1);
+                g_hash_table_insert(items, g_strdup(item), it);
+        }
+        if (!streq_ptr(it->value, value)) {
+                g_free(it->previous);
+                it->previous = g_steal_pointer(&it->value);
+        }
+        g_free(it->value);
+        it->value = g_strdup(value);
+}
+
+int ownership_record_parse(const char *text, GHashTable *items) {
+        g_autoptr(GHashTable) parsed = ownership_record_items_new();
+        g_auto(GStrv) lines = NULL;
+        GHashTableIter iter;
+        gpointer item, it;
+        size_t n;
+
+        if (!g_str_has_prefix(text, OWNERSHIP_RECORD_HEADER))
+                return -EBADMSG;
+        lines = g_strsplit(text + strlen(OWNERSHIP_RECORD_HEADER), "\n", -1);
+        /* After the last newline: "" for a whole record, or a line whose write was cut short. */
+        n = g_strv_length(lines);
+        if (n > 0)
+                n--;
+        for (size_t i = 0; i < n; i++) {
+                g_auto(GStrv) words = NULL;
+                guint n_words;
+
+                if (lines[i][0] == '\0')
+                        continue;
+                words = g_strsplit(lines[i], " ", -1);
+                n_words = g_strv_length(words);
+                if (n_words < 2 || !valid_word(words[1]))
+                        return -EBADMSG;
+                if (streq(words[0], "thpd") && n_words == 3 && valid_word(words[2]))
+                        set_thpd(parsed, words[1], words[2]);
+                else if (streq(words[0], "baseline") && n_words == 2)
+                        g_hash_table_remove(parsed, words[1]);
+                else
+                        return -EBADMSG;
+        }
+
+        g_hash_table_iter_init(&iter, parsed);
+        while (g_hash_table_iter_next(&iter, &item, &it)) {
+                g_hash_table_iter_steal(&iter);
+                g_hash_table_replace(items, item, it);
+        }
+        return 0;
+}
+
+void ownership_record_begin(GString *s) {
+        g_string_append(s, OWNERSHIP_RECORD_HEADER);
+}
+
+void ownership_record_append_thpd(GString *s, const char *item, const char *value) {
+        g_string_append_printf(s, "thpd %s %s\n", item, value);
+}
+
+void ownership_record_append_baseline(GString *s, const char *item) {
+        g_string_append_printf(s, "baseline %s\n", item);
+}
+
+static bool knob_is(Knob k, const char *text, KnobValue v) {
+        KnobValue parsed;
+
+        return text && knob_value_from_string(k, text, &parsed) >= 0 && parsed == v;
+}
+
+bool ownership_record_knob_left(const OwnershipRecordItem *it, Knob k, KnobValue current) {
+        return it && (knob_is(k, it->value, current) || knob_is(k, it->previous, current));
+}
+
+bool ownership_record_pool_left(const OwnershipRecordItem *it, uint64_t baseline, uint64_t current) {
+        uint64_t to, from = baseline;
+
+        if (!it || parse_u64(it->value, &to) < 0 || (it->previous && parse_u64(it->previous, &from) < 0))
+                return false;
+        return current >= MIN(from, to) && current <= MAX(from, to);
+}

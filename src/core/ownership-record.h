@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "knob.h"
+
+/* What thpd wrote, per knob and per pool, kept in the runtime directory beside the baseline
+ * record, so that a restarted thpd tells its own leftover from a write made while it was down
+ * (ownership.h). An item is named as drift.h names it ("enabled",
+ * "hugepages-2048kB/nr_hugepages"), a value as the kernel shows it.
+ *
+ * Like the unit record: a snapshot, then the changes appended since, each line fsynced. "thpd
+ * ITEM VALUE" says thpd writes VALUE: appended before the write, so that a thpd killed between
+ * the two still knows the value as its own (the kernel then holds the one before, which the
+ * record keeps too). "baseline ITEM" says the item is the baseline's again, appended after
+ * the write that gave it back: a kill before the line leaves the kernel at the baseline, which
+ * is the baseline's whatever the record says. */
+
+#define OWNERSHIP_RECORD_FILE "ownership"
+/* What a restarted thpd reads of it: a line per knob and pool. */
+#define OWNERSHIP_RECORD_MAX (256U * 1024U)
+
+typedef struct OwnershipRecordItem {
+        char *value;    /* thpd's last value; NULL: the baseline's */
+        char *previous; /* thpd's value before it, which a write cut short may have left; NULL: none */
+} OwnershipRecordItem;
+
+/* items: item name -> OwnershipRecordItem*, as the lines leave them (only thpd's items). A last
+ * line without its newline (a write cut short) is ignored. -EBADMSG for text that is not an
+ * ownership record. */
+int ownership_record_parse(const char *text, GHashTable *items);
+GHashTable *ownership_record_items_new(void);
+
+/* The snapshot's first line. */
+void ownership_record_begin(GString *s);
+void ownership_record_append_thpd(GString *s, const char *item, const char *value);
+void ownership_record_append_baseline(GString *s, const char *item);
+
+/* Whether a knob that holds `current` at start is what thpd wrote, or what it may have left
+ * when a write was cut short. */
+bool ownership_record_knob_left(const OwnershipRecordItem *it, Knob k, KnobValue current);
+/* The same for a pool: a resize cut short, or one that fell short, leaves it anywhere between
+ * the pages before and those thpd asked for (before thpd's first write: the baseline). */
+bool ownership_record_pool_left(const OwnershipRecordItem *it, uint64_t baseline, uint64_t current);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "manager.h"
+#include "pool-plan.h"
+
+/* The ownership record (ownership-record.h), the daemon's side: what a restarted thpd reads of
+ * it, the line appended before each write, and the lines that bring it up to each apply. */
+
+void manager_ownership_init(Manager *m);
+void manager_ownership_done(Manager *m);
+
+/* thpd starting, the baseline in m->baseline: sets each item's owner (ownership_at_start())
+ * from the kernel's values (current, pools read again), the record when the baseline record was
+ * reused, and writes this instance's snapshot. */
+void manager_ownership_start(Manager *m, const KnobValue current[_KNOB_MAX], bool reused);
+
+/* Notes that item holds thpd's value (NULL: not thpd's) for the record, in the lines the next
+ * flush appends. A value thpd is about to write is noted and flushed before the write (see
+ * ownership-record.h); after an apply, what each item holds. */
+void manager_ownership_note(Manager *m, const char *item, const char *value);
+void manager_ownership_flush(Manager *m);
+
+/* A step of an apply, for an item found at start written while thpd was not running: once the
+ * apply decided (restored, adopted, or nothing to do), reported as drift and forgotten. */
+void manager_ownership_knob_judged(Manager *m, Knob k, const KnobStep *step);
+void manager_ownership_pool_judged(Manager *m, const char *item, const PoolStep *step);
+
+/* At a clean stop, with the baseline record. */
+void manager_ownership_remove(Manager *m);
