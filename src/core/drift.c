@@ -185,6 +185,20 @@ const DriftConflict *drift_conflict(const DriftState *s, const char *item) {
         return find_conflict(s, item);
 }
 
+void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *value,
+                            uint64_t since_realtime_usec) {
+        DriftConflict c = {
+                .item = g_strdup(item),
+                .writer = g_strdup(writer),
+                .value = g_strdup(value),
+                .since_realtime_usec = since_realtime_usec,
+        };
+
+        if (find_conflict(s, item))
+                return;
+        g_array_append_val(s->conflicts, c);
+}
+
 bool drift_has_writer(const DriftState *s, const char *unit) {
         for (guint i = 0; i < s->conflicts->len; i++)
                 if (streq_ptr(g_array_index(s->conflicts, DriftConflict, i).writer, unit))

@@ -146,6 +146,10 @@ void drift_record(DriftState *s, DriftEvent *event);
 void drift_event_done(DriftEvent *event);
 
 const DriftConflict *drift_conflict(const DriftState *s, const char *item);
+/* A conflict the last instance recorded (ownership-record.h), taken up again at start: it ends
+ * as any other, when its writer is seen to stop (drift_writer_state()) or at a reload. */
+void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *value,
+                            uint64_t since_realtime_usec);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);
 /* What the systemd manager says of a writer in conflict, asked after one of its jobs ended or

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
 #include "ownership-record.h"
 #include "util.h"
 
@@ -9,6 +11,8 @@ static void item_free(gpointer p) {
 
         g_free(it->value);
         g_free(it->previous);
+        g_free(it->writer);
+        g_free(it->writer_value);
         g_free(it);
 }
 
@@ -20,13 +24,22 @@ static bool valid_word(const char *s) {
         return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
 }
 
-static void set_thpd(GHashTable *items, const char *item, const char *value) {
+static OwnershipRecordItem *get_item(GHashTable *items, const char *item) {
         OwnershipRecordItem *it = g_hash_table_lookup(items, item);
 
         if (!it) {
                 it = g_new0(OwnershipRecordItem, 1);
                 g_hash_table_insert(items, g_strdup(item), it);
         }
+        return it;
+}
+
+static void set_thpd(GHashTable *items, const char *item, const char *value) {
+        OwnershipRecordItem *it = get_item(items, item);
+
+        it->yielded = false;
+        g_clear_pointer(&it->writer, g_free);
+        g_clear_pointer(&it->writer_value, g_free);
         if (!streq_ptr(it->value, value)) {
                 g_free(it->previous);
                 it->previous = g_steal_pointer(&it->value);
@@ -40,6 +53,7 @@ int ownership_record_parse(const char *text, GHashTable *items) {
         g_auto(GStrv) lines = NULL;
         GHashTableIter iter;
         gpointer item, it;
+        uint64_t since;
         size_t n;
 
         if (!g_str_has_prefix(text, OWNERSHIP_RECORD_HEADER))
@@ -63,7 +77,17 @@ int ownership_record_parse(const char *text, GHashTable *items) {
                         set_thpd(parsed, words[1], words[2]);
                 else if (streq(words[0], "baseline") && n_words == 2)
                         g_hash_table_remove(parsed, words[1]);
-                else
+                else if (streq(words[0], "yield") && n_words == 5 && valid_word(words[2]) && valid_word(words[3]) &&
+                         parse_u64(words[4], &since) >= 0) {
+                        OwnershipRecordItem *y = get_item(parsed, words[1]);
+
+                        y->yielded = true;
+                        g_free(y->writer);
+                        y->writer = streq(words[2], "-") ? NULL : g_strdup(words[2]);
+                        g_free(y->writer_value);
+                        y->writer_value = g_strdup(words[3]);
+                        y->since_usec = since;
+                } else
                         return -EBADMSG;
         }
 
@@ -85,6 +109,11 @@ void ownership_record_append_thpd(GString *s, const char *item, const char *valu
 
 void ownership_record_append_baseline(GString *s, const char *item) {
         g_string_append_printf(s, "baseline %s\n", item);
+}
+
+void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *value,
+                                   uint64_t since_usec) {
+        g_string_append_printf(s, "yield %s %s %s %" PRIu64 "\n", item, writer ?: "-", value, since_usec);
 }
 
 static bool knob_is(Knob k, const char *text, KnobValue v) {

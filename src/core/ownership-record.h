@@ -17,15 +17,23 @@
  * the two still knows the value as its own (the kernel then holds the one before, which the
  * record keeps too). "baseline ITEM" says the item is the baseline's again, appended after
  * the write that gave it back: a kill before the line leaves the kernel at the baseline, which
- * is the baseline's whatever the record says. */
+ * is the baseline's whatever the record says. "yield ITEM WRITER VALUE SINCE" says thpd yielded
+ * the item to WRITER ("-": unknown), which keeps setting VALUE, since SINCE (CLOCK_REALTIME µs):
+ * a restart does not start the fight again. A "thpd" or "baseline" line ends it. */
 
 #define OWNERSHIP_RECORD_FILE "ownership"
 /* What a restarted thpd reads of it: a line per knob and pool. */
 #define OWNERSHIP_RECORD_MAX (256U * 1024U)
 
 typedef struct OwnershipRecordItem {
-        char *value;    /* thpd's last value; NULL: the baseline's */
+        char *value;    /* thpd's last value; NULL: none */
         char *previous; /* thpd's value before it, which a write cut short may have left; NULL: none */
+        /* Yielded to another writer (drift.h): who (NULL: unknown), the value it keeps setting,
+         * since when (CLOCK_REALTIME µs). */
+        bool yielded;
+        char *writer;
+        char *writer_value;
+        uint64_t since_usec;
 } OwnershipRecordItem;
 
 /* items: item name -> OwnershipRecordItem*, as the lines leave them (only thpd's items). A last
@@ -38,6 +46,9 @@ GHashTable *ownership_record_items_new(void);
 void ownership_record_begin(GString *s);
 void ownership_record_append_thpd(GString *s, const char *item, const char *value);
 void ownership_record_append_baseline(GString *s, const char *item);
+/* writer: NULL for an unknown one. */
+void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *value,
+                                   uint64_t since_usec);
 
 /* Whether a knob that holds `current` at start is what thpd wrote, or what it may have left
  * when a write was cut short. */

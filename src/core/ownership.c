@@ -104,9 +104,11 @@ Owner ownership_conflict(Owner before, bool in_conflict) {
 }
 
 Owner ownership_at_start(const OwnershipStart *s, bool *ret_while_down) {
-        bool while_down = !s->at_baseline && s->recorded && !s->thpd_left;
+        bool while_down = !s->yielded && !s->at_baseline && s->recorded && !s->thpd_left;
 
         *ret_while_down = while_down;
+        if (s->yielded)
+                return OWNER_WRITER;
         if (s->at_baseline || while_down)
                 return OWNER_BASELINE;
         return OWNER_THPD;
@@ -123,4 +125,14 @@ OwnershipStop ownership_at_stop(Owner o, bool at_baseline) {
         default:
                 return OWNERSHIP_STOP_NOTHING;
         }
+}
+
+bool ownership_keep_records(const Ownership *o, size_t n_pools) {
+        FOREACH_KNOB(k)
+                if (o->knobs[k] == OWNER_WRITER)
+                        return true;
+        for (size_t i = 0; i < n_pools && i < RESOLVE_MAX_POOLS; i++)
+                if (o->pools[i] == OWNER_WRITER)
+                        return true;
+        return false;
 }

@@ -83,9 +83,12 @@ typedef struct OwnershipStart {
          * baseline is taken for thpd's leftover, as the safer guess for the services running. */
         bool recorded;
         bool thpd_left;    /* the record says the kernel holds what thpd wrote (or may have left) */
+        bool yielded;      /* the record says thpd yielded it to another writer */
 } OwnershipStart;
 
-/* Off the baseline and not what thpd left: written while thpd was not running (*ret_while_down),
+/* Yielded: still the writer's, whatever the kernel holds, until the conflict would have ended
+ * anyway (its writer stops, or a reload): a restart does not start the fight again.
+ * Off the baseline and not what thpd left: written while thpd was not running (*ret_while_down),
  * and judged like drift by the first apply: the baseline's until then, so that the apply adopts
  * it where nothing holds it and restores it where something does. A restart never takes
  * anyone's value for thpd's leftover. */
@@ -100,3 +103,6 @@ typedef enum OwnershipStop {
 
 /* thpd stopping, restoring (not handing over to a next instance). */
 OwnershipStop ownership_at_stop(Owner o, bool at_baseline);
+/* Whether a stop leaves the records in place: something was left to another writer, whose yield
+ * outlasts thpd until it would have ended anyway (a start, with the records, takes it up). */
+bool ownership_keep_records(const Ownership *o, size_t n_pools);

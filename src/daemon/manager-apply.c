@@ -217,7 +217,7 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
          * its own (ownership-record.h). */
         FOREACH_KNOB(k)
                 if (p->knobs[k].action == KNOB_ACTION_WRITE)
-                        manager_ownership_note(m, knob_name(k), knob_value_to_string(k, p->knobs[k].target, buf));
+                        manager_ownership_note(m, knob_name(k), OWNER_THPD, knob_value_to_string(k, p->knobs[k].target, buf));
         manager_ownership_flush(m);
 
         FOREACH_KNOB(k) {
@@ -250,9 +250,7 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                 baseline_changed |= ownership_knob_commit(&m->own, k, step, failed, p->baseline[k], &m->applied[k],
                                                           &m->baseline.knobs[k]);
                 if (m->present[k] && m->applied[k] != KNOB_VALUE_UNSET)
-                        manager_ownership_note(m, knob_name(k), m->own.knobs[k] == OWNER_THPD
-                                                                        ? knob_value_to_string(k, m->applied[k], buf)
-                                                                        : NULL);
+                        manager_ownership_note(m, knob_name(k), m->own.knobs[k], knob_value_to_string(k, m->applied[k], buf));
                 manager_ownership_knob_judged(m, k, step);
         }
 

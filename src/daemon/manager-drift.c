@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "manager-drift.h"
+#include "manager-ownership.h"
 #include "manager-pools.h"
 #include "sysfs.h"
 #include "util.h"
@@ -304,6 +305,9 @@ static void found_changed(Manager *m, Look *l, const char *item, Owner *owner, b
 
         e.action = drift_decide(&m->drift, &m->settings.drift, item, held, l->writer, found, l->now, l->now_realtime);
         *owner = ownership_after_drift(*owner, e.action);
+        /* A yield is recorded at once: a thpd killed before the apply must not fight again. */
+        if (*owner == OWNER_WRITER)
+                manager_ownership_note(m, item, OWNER_WRITER, found);
         count_drift(m, item, l->writer);
         journal_event(m, &e);
         g_array_append_val(l->events, e);
@@ -474,6 +478,7 @@ static void judge(Manager *m, bool everything, bool act) {
 
         judge_knobs(m, &l, everything, unreadable);
         judge_pools(m, &l, everything);
+        manager_ownership_flush(m);
 
         if (events->len == 0)
                 goto done;
@@ -819,6 +824,14 @@ int manager_drift_start(Manager *m) {
                 unit_tracker_set_job_new(m->units, on_job_new);
                 unit_tracker_set_job_ended(m->units, on_job_ended);
                 unit_tracker_set_run_watch(m->units, is_writer_in_conflict, on_writer_state);
+        }
+        /* Conflicts the last instance recorded: a writer that stopped while thpd was down ends
+         * its conflict at the answer. */
+        for (guint i = 0; i < m->drift.conflicts->len; i++) {
+                const char *writer = g_array_index(m->drift.conflicts, DriftConflict, i).writer;
+
+                if (writer)
+                        query_writer(m, writer);
         }
         r = sd_bus_match_signal_async(m->bus, &w->tuned_slot, TUNED_BUS_NAME, TUNED_BUS_PATH, TUNED_BUS_INTERFACE,
                                       "profile_changed", on_tuned_profile_changed, NULL, m);

@@ -36,8 +36,7 @@ static int write_snapshot(Manager *m) {
         g_ptr_array_sort(items, compare_strings);
         ownership_record_begin(s);
         for (guint i = 0; i < items->len; i++)
-                ownership_record_append_thpd(s, g_ptr_array_index(items, i),
-                                             g_hash_table_lookup(m->own_recorded, g_ptr_array_index(items, i)));
+                g_string_append(s, g_hash_table_lookup(m->own_recorded, g_ptr_array_index(items, i)));
         r = runtime_file_write(m->runtime_dir, OWNERSHIP_RECORD_FILE, s->str);
         m->own_record_written = r >= 0;
         if (r < 0)
@@ -74,14 +73,35 @@ void manager_ownership_flush(Manager *m) {
         }
 }
 
-void manager_ownership_note(Manager *m, const char *item, const char *value) {
+/* The record's line for an item (with its newline), NULL for the baseline's. */
+static char *record_line(Manager *m, const char *item, Owner owner, const char *value) {
+        g_autoptr(GString) line = g_string_new(NULL);
+        const DriftConflict *c;
+
+        switch (owner) {
+        case OWNER_THPD:
+                ownership_record_append_thpd(line, item, value);
+                break;
+        case OWNER_WRITER:
+                c = drift_conflict(&m->drift, item);
+                ownership_record_append_yield(line, item, c ? c->writer : NULL, c && c->value ? c->value : value,
+                                              c ? c->since_realtime_usec : 0);
+                break;
+        default:
+                return NULL;
+        }
+        return g_string_free(g_steal_pointer(&line), FALSE);
+}
+
+void manager_ownership_note(Manager *m, const char *item, Owner owner, const char *value) {
+        g_autofree char *line = record_line(m, item, owner, value);
         const char *old = g_hash_table_lookup(m->own_recorded, item);
 
-        if (value) {
-                if (streq_ptr(old, value))
+        if (line) {
+                if (streq_ptr(old, line))
                         return;
-                g_hash_table_replace(m->own_recorded, g_strdup(item), g_strdup(value));
-                ownership_record_append_thpd(m->own_journal, item, value);
+                g_string_append(m->own_journal, line);
+                g_hash_table_replace(m->own_recorded, g_strdup(item), g_steal_pointer(&line));
         } else if (old) {
                 g_hash_table_remove(m->own_recorded, item);
                 ownership_record_append_baseline(m->own_journal, item);
@@ -105,15 +125,22 @@ static void load(Manager *m, GHashTable *items, bool *ret_recorded) {
         *ret_recorded = r >= 0;
 }
 
-/* Keeps the item's owner and, for thpd's, its value for the snapshot; one written while thpd
- * was down waits for the first apply that judges it. Returns whether it was. */
-static bool started(Manager *m, Owner *owner, const char *item, const OwnershipStart *s, const char *value,
-                    const char *expected) {
+/* Keeps the item's owner and its line for the snapshot; a yield is taken up again; one written
+ * while thpd was down waits for the first apply that judges it. Returns whether it was. */
+static bool started(Manager *m, Owner *owner, const char *item, const OwnershipRecordItem *it,
+                    const OwnershipStart *s, const char *value, const char *expected) {
+        g_autofree char *line = NULL;
         bool while_down;
 
         *owner = ownership_at_start(s, &while_down);
-        if (*owner == OWNER_THPD)
-                g_hash_table_replace(m->own_recorded, g_strdup(item), g_strdup(value));
+        if (*owner == OWNER_WRITER) {
+                drift_restore_conflict(&m->drift, item, it->writer, it->writer_value, it->since_usec);
+                log_notice("%s: left at %s to %s, which thpd yielded to before it restarted; the conflict ends when "
+                           "that writer stops or at a reload.", item, value, it->writer ?: "an unknown writer");
+        }
+        line = record_line(m, item, *owner, value);
+        if (line)
+                g_hash_table_replace(m->own_recorded, g_strdup(item), g_steal_pointer(&line));
         if (while_down)
                 g_hash_table_replace(m->while_down, g_strdup(item), g_strdup(expected));
         return while_down;
@@ -132,11 +159,12 @@ void manager_ownership_start(Manager *m, const KnobValue current[_KNOB_MAX], boo
 
                 if (!m->present[k])
                         continue;
-                m->own.knobs_unjudged[k] = started(m, &m->own.knobs[k], knob_name(k),
+                m->own.knobs_unjudged[k] = started(m, &m->own.knobs[k], knob_name(k), it,
                         &(OwnershipStart) {
                                 .at_baseline = current[k] == m->baseline.knobs[k],
                                 .recorded = recorded,
                                 .thpd_left = ownership_record_knob_left(it, k, current[k]),
+                                .yielded = it && it->yielded,
                         },
                         knob_value_to_string(k, current[k], a),
                         it && it->value ? it->value : knob_value_to_string(k, m->baseline.knobs[k], b));
@@ -153,11 +181,12 @@ void manager_ownership_start(Manager *m, const KnobValue current[_KNOB_MAX], boo
                         continue;
                 value = g_strdup_printf("%" PRIu64, state.nr);
                 baseline = g_strdup_printf("%" PRIu64, p->pages);
-                (void) started(m, &m->own.pools[i], item,
+                (void) started(m, &m->own.pools[i], item, it,
                         &(OwnershipStart) {
                                 .at_baseline = state.nr == p->pages,
                                 .recorded = recorded,
                                 .thpd_left = ownership_record_pool_left(it, p->pages, state.nr),
+                                .yielded = it && it->yielded,
                         },
                         value, it && it->value ? it->value : baseline);
         }

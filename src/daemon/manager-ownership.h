@@ -15,10 +15,11 @@ void manager_ownership_done(Manager *m);
  * reused, and writes this instance's snapshot. */
 void manager_ownership_start(Manager *m, const KnobValue current[_KNOB_MAX], bool reused);
 
-/* Notes that item holds thpd's value (NULL: not thpd's) for the record, in the lines the next
- * flush appends. A value thpd is about to write is noted and flushed before the write (see
- * ownership-record.h); after an apply, what each item holds. */
-void manager_ownership_note(Manager *m, const char *item, const char *value);
+/* Notes whose item is, holding value, for the record, in the lines the next flush appends (a
+ * yield with its conflict, drift.h). A value thpd is about to write is noted (OWNER_THPD) and
+ * flushed before the write (see ownership-record.h); after an apply or a drift judgement, what
+ * each item holds. */
+void manager_ownership_note(Manager *m, const char *item, Owner owner, const char *value);
 void manager_ownership_flush(Manager *m);
 
 /* A step of an apply, for an item found at start written while thpd was not running: once the

@@ -165,7 +165,7 @@ unsigned manager_apply_pools(Manager *m) {
                                 break;
                         /* Recorded first, as for knobs (ownership-record.h). */
                         value = g_strdup_printf("%" PRIu64, step.target);
-                        manager_ownership_note(m, item, value);
+                        manager_ownership_note(m, item, OWNER_THPD, value);
                         manager_ownership_flush(m);
                         resized = resize(m, t, &step, size, &status, &errors, &allocated);
                         break;
@@ -181,7 +181,7 @@ unsigned manager_apply_pools(Manager *m) {
                 *owner = ownership_pool_step(*owner, t, &step, resized ? allocated : step.current);
                 g_free(value);
                 value = g_strdup_printf("%" PRIu64, resized ? state.nr : step.current);
-                manager_ownership_note(m, item, *owner == OWNER_THPD ? value : NULL);
+                manager_ownership_note(m, item, *owner, value);
                 manager_ownership_pool_judged(m, item, &step);
                 status.allocated = state.nr;
                 status.free = state.free;

@@ -397,7 +397,10 @@ int manager_stop(Manager *m, int exit_code) {
                                  m->options.no_restore ? "--no-restore" : "RestoreOnExit=no");
                 else if (exit_code == 0) {
                         r = restore(m);
-                        if (r >= 0) {
+                        if (r >= 0 && ownership_keep_records(&m->own, m->baseline.n_pools))
+                                log_info("Keeping the records in %s: what thpd left to other writers stays theirs when "
+                                         "it starts again.", m->runtime_dir);
+                        else if (r >= 0) {
                                 (void) baseline_remove(m->runtime_dir);
                                 manager_ownership_remove(m);
                                 (void) runtime_file_remove(m->runtime_dir, UNIT_RECORD_FILE);

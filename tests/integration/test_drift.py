@@ -291,7 +291,8 @@ class DriftTest(ThpdTestCase):
     def test_3c_yield_outlasts_the_stop(self):
         """Issue 42, case 1: MaxRestores=2, and a root shell writes never five times: two
         restores, then a conflict. SIGTERM (systemctl stop thpd, a package removal) gives back
-        what is thpd's and leaves the value it yielded, saying so."""
+        what is thpd's and leaves the value it yielded, saying so, with the records: thpd started
+        again keeps to the yield."""
         self.write_drift_config(max_restores=2)
         self.write_policy('scan.conf', f'[Policy]\nUnits={APP}\n[Khugepaged]\nPagesToScan=2048\n')
         daemon = self.start_with_app()
@@ -313,6 +314,73 @@ class DriftTest(ThpdTestCase):
         self.assertNotRegex(daemon.log(), r'enabled: never -> always')
         self.assert_knobs({'enabled': 'never', 'khugepaged/pages_to_scan': '4096'})
         self.assertEqual(self.count(daemon, restores), 2)
+
+        # The records stay, so that thpd started again keeps to the yield.
+        self.assertTrue((self.runtime_dir / 'baseline').exists())
+        again = self.start_thpd()
+        again.wait_log(r'enabled: left at never to an unknown writer', timeout=DEADLINE)
+        self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
+        self.assert_knobs(enabled='never')
+        self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+
+    def test_3d_yield_outlasts_a_crash(self):
+        """Issue 42, case 1 after a crash: the yield is recorded, and a thpd killed (SIGKILL) and
+        started again leaves the writer's value and keeps the conflict, until a reload ends it."""
+        self.write_drift_config(max_restores=2)
+        self.add_barrier_policy()
+        first = self.start_with_app()
+        for n in range(1, 4):
+            self.kernel.knob_path('enabled').write_text('never\n')
+            if n < 3:
+                wait_until(lambda: self.count(first, r'unknown writer; restoring') == n, DEADLINE, f'restore {n}')
+                self.wait_knobs(enabled='madvise')
+        first.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it', timeout=DEADLINE)
+        self.assertRegex((self.runtime_dir / 'ownership').read_text(), r'(?m)^yield enabled - never \d+$')
+
+        first.kill()
+        second = self.start_thpd()
+        second.wait_log(r'enabled: left at never to an unknown writer, which thpd yielded to before it restarted',
+                        timeout=DEADLINE)
+        # Every unit event before the barrier's has been handled, the unit list's apply too.
+        self.barrier()
+        self.assert_knobs(enabled='never')
+        self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assertNotRegex(second.log(), r'enabled: never -> madvise')
+
+        self.ctl('reload')
+        self.wait_knobs(enabled='madvise')
+        self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+
+    def test_3e_yield_outlasts_a_restart_of_thpds_unit(self):
+        """Issue 42, case 1 with systemctl restart thpd: the next instance takes the yield up
+        again instead of writing over TuneD's value, and it lasts until that writer stops."""
+        self.write_drift_config(max_restores=0)
+        self.start_unit(APP)
+        unit, log = 'thpd-under-test.service', self.tmp / 'thpd-under-test.log'
+        self.start_unit(unit, *self.thpd_argv(),
+                        properties=('Type=notify', f'StandardOutput=append:{log}', 'StandardError=inherit',
+                                    f'Environment=DBUS_SESSION_BUS_ADDRESS={self.stack.env["DBUS_SESSION_BUS_ADDRESS"]}'))
+        self.wait_knobs(enabled='madvise')
+        self.ctl('show', '-p', 'Version')
+        self.start_unit('thpd-test-tuned.service', *self.writer_command('enabled', 'never'),
+                        properties=('Type=oneshot', 'RemainAfterExit=yes'))
+        wait_until(lambda: 'thpd-test-tuned.service keeps setting enabled=never' in log.read_text(), DEADLINE,
+                   'the conflict')
+
+        self.stack.run('systemctl', '--user', 'restart', unit)
+        wait_until(lambda: 'enabled: left at never to thpd-test-tuned.service' in log.read_text(), DEADLINE,
+                   'the next instance to take the yield up')
+        show = self.ctl('show', '-p', 'DriftConflicts')
+        self.assertIn('DriftConflicts.enabled.Writer=thpd-test-tuned.service\n', show)
+        self.assert_knobs(enabled='never')
+
+        self.stop_unit('thpd-test-tuned.service')
+        wait_until(lambda: 'thpd-test-tuned.service stopped; thpd restores' in log.read_text(), DEADLINE,
+                   'the conflict to end')
+        self.wait_knobs(enabled='madvise')
+        self.stop_unit(unit)
+        self.assert_knobs(enabled='always')
+        self.assertEqual(log.read_text().count('enabled: never -> madvise'), 1, log.read_text())
 
     def test_4_free_knob_adopted(self):
         """defrag, which no policy holds, set by a oneshot unit: the new baseline, writer named."""

@@ -191,6 +191,24 @@ START_TEST(test_pool_item) {
 }
 END_TEST
 
+/* A conflict the last instance recorded is taken up again, once, and ends as any other. */
+START_TEST(test_restored_conflict) {
+        const DriftConflict *c;
+
+        drift_restore_conflict(&S, "enabled", "tuned.service", "always", T0);
+        drift_restore_conflict(&S, "enabled", "other.service", "never", T0 + 1);
+        c = drift_conflict(&S, "enabled");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(c->writer, "tuned.service");
+        ck_assert_str_eq(c->value, "always");
+        ck_assert_uint_eq(c->since_realtime_usec, T0);
+        ck_assert_uint_eq(S.conflicts->len, 1);
+        ck_assert_int_eq(decide("enabled", true, "tuned.service", T0 + 5), DRIFT_ACTION_YIELD);
+        ck_assert(drift_writer_state(&S, "tuned.service", false, true));
+        ck_assert_ptr_null(drift_conflict(&S, "enabled"));
+}
+END_TEST
+
 /* A pool shrunk while its pages were in use keeps them until the users exit; the kernel freeing
  * them then is the shrink finishing, not a writer. */
 START_TEST(test_pool_settling) {
@@ -372,6 +390,7 @@ int main(void) {
                                          test_restore_then_conflict,
                                          test_limit_per_writer_and_knob,
                                          test_pool_item,
+                                         test_restored_conflict,
                                          test_pool_settling,
                                          test_window,
                                          test_unknown_writer_limited,

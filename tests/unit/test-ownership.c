@@ -192,6 +192,13 @@ START_TEST(test_start) {
         /* No record (an older thpd): off the baseline is the last instance's leftover. */
         ck_assert_int_eq(start(false, false, false, &down), OWNER_THPD);
         ck_assert(!down);
+
+        /* Case 1 of issue 42: a yield outlasts the restart, whatever the kernel holds. */
+        ck_assert_int_eq(ownership_at_start(&(OwnershipStart) { .recorded = true, .yielded = true }, &down), OWNER_WRITER);
+        ck_assert(!down);
+        ck_assert_int_eq(ownership_at_start(&(OwnershipStart) { .at_baseline = true, .recorded = true, .yielded = true },
+                                            &down),
+                         OWNER_WRITER);
 }
 END_TEST
 
@@ -220,6 +227,11 @@ START_TEST(test_plan_flags) {
         ck_assert(owned[KNOB_DEFRAG] && yielded[KNOB_DEFRAG]);
         ck_assert(!owned[KNOB_SHMEM_ENABLED] && !yielded[KNOB_SHMEM_ENABLED]);
         ck_assert_int_eq(o.pools[0], OWNER_BASELINE);
+        ck_assert(ownership_keep_records(&o, 0));
+        o.knobs[KNOB_DEFRAG] = OWNER_THPD;
+        ck_assert(!ownership_keep_records(&o, 1));
+        o.pools[0] = OWNER_WRITER;
+        ck_assert(ownership_keep_records(&o, 1));
         /* Written while thpd was down: held, not adopted, until the unit list is in. */
         ownership_plan_flags(&o, false, owned, yielded);
         ck_assert(owned[KNOB_SHMEM_ENABLED] && !yielded[KNOB_SHMEM_ENABLED]);
@@ -269,6 +281,30 @@ START_TEST(test_record) {
         ck_assert(!ownership_record_pool_left(it, 10, 9));
         ck_assert_ptr_null(g_hash_table_lookup(items, "defrag"));
 
+        /* A yield, with its writer (or none), taken back by a "thpd" line. */
+        g_string_truncate(s, 0);
+        ownership_record_begin(s);
+        ownership_record_append_thpd(s, "enabled", "never");
+        ownership_record_append_yield(s, "enabled", "tuned.service", "always", 1234);
+        ownership_record_append_yield(s, "defrag", NULL, "never", 5);
+        ownership_record_append_yield(s, "shmem_enabled", NULL, "advise", 6);
+        ownership_record_append_thpd(s, "shmem_enabled", "never");
+        g_hash_table_unref(items);
+        items = parse(s->str, 0);
+        it = g_hash_table_lookup(items, "enabled");
+        ck_assert(it->yielded);
+        ck_assert_str_eq(it->writer, "tuned.service");
+        ck_assert_str_eq(it->writer_value, "always");
+        ck_assert_uint_eq(it->since_usec, 1234);
+        ck_assert_str_eq(it->value, "never");
+        it = g_hash_table_lookup(items, "defrag");
+        ck_assert(it->yielded);
+        ck_assert_ptr_null(it->writer);
+        it = g_hash_table_lookup(items, "shmem_enabled");
+        ck_assert(!it->yielded);
+        ck_assert_ptr_null(it->writer_value);
+
+        g_hash_table_unref(parse(HEADER "yield enabled tuned.service always x\n", -EBADMSG));
         g_hash_table_unref(parse("# thpd units v1\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "thpd enabled\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "yield enabled never\n", -EBADMSG));
