@@ -10,7 +10,7 @@ static void item_free(gpointer p) {
         OwnershipRecordItem *it = p;
 
         g_free(it->value);
-        g_free(it->previous);
+        g_free(it->wanted);
         g_free(it->writer);
         g_free(it->writer_value);
         g_free(it);
@@ -40,10 +40,7 @@ static void set_thpd(GHashTable *items, const char *item, const char *value) {
         it->yielded = false;
         g_clear_pointer(&it->writer, g_free);
         g_clear_pointer(&it->writer_value, g_free);
-        if (!streq_ptr(it->value, value)) {
-                g_free(it->previous);
-                it->previous = g_steal_pointer(&it->value);
-        }
+        g_clear_pointer(&it->wanted, g_free);
         g_free(it->value);
         it->value = g_strdup(value);
 }
@@ -75,6 +72,14 @@ int ownership_record_parse(const char *text, GHashTable *items) {
                         return -EBADMSG;
                 if (streq(words[0], "thpd") && n_words == 3 && valid_word(words[2]))
                         set_thpd(parsed, words[1], words[2]);
+                else if (streq(words[0], "want") && n_words == 3 && valid_word(words[2])) {
+                        OwnershipRecordItem *w = get_item(parsed, words[1]);
+
+                        /* thpd writes only what it did not yield, or no longer yields. */
+                        w->yielded = false;
+                        g_free(w->wanted);
+                        w->wanted = g_strdup(words[2]);
+                }
                 else if (streq(words[0], "baseline") && n_words == 2)
                         g_hash_table_remove(parsed, words[1]);
                 else if (streq(words[0], "yield") && n_words == 5 && valid_word(words[2]) && valid_word(words[3]) &&
@@ -103,6 +108,10 @@ void ownership_record_begin(GString *s) {
         g_string_append(s, OWNERSHIP_RECORD_HEADER);
 }
 
+void ownership_record_append_want(GString *s, const char *item, const char *value) {
+        g_string_append_printf(s, "want %s %s\n", item, value);
+}
+
 void ownership_record_append_thpd(GString *s, const char *item, const char *value) {
         g_string_append_printf(s, "thpd %s %s\n", item, value);
 }
@@ -123,13 +132,17 @@ static bool knob_is(Knob k, const char *text, KnobValue v) {
 }
 
 bool ownership_record_knob_left(const OwnershipRecordItem *it, Knob k, KnobValue current) {
-        return it && (knob_is(k, it->value, current) || knob_is(k, it->previous, current));
+        return it && (knob_is(k, it->value, current) || knob_is(k, it->wanted, current));
 }
 
 bool ownership_record_pool_left(const OwnershipRecordItem *it, uint64_t baseline, uint64_t current) {
         uint64_t to, from = baseline;
 
-        if (!it || parse_u64(it->value, &to) < 0 || (it->previous && parse_u64(it->previous, &from) < 0))
+        if (!it || (it->value && parse_u64(it->value, &from) < 0))
+                return false;
+        if (!it->wanted)
+                return it->value && current == from;
+        if (parse_u64(it->wanted, &to) < 0)
                 return false;
         return current >= MIN(from, to) && current <= MAX(from, to);
 }

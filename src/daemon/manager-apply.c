@@ -217,7 +217,7 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
          * its own (ownership-record.h). */
         FOREACH_KNOB(k)
                 if (p->knobs[k].action == KNOB_ACTION_WRITE)
-                        manager_ownership_note(m, knob_name(k), OWNER_THPD, knob_value_to_string(k, p->knobs[k].target, buf));
+                        manager_ownership_want(m, knob_name(k), knob_value_to_string(k, p->knobs[k].target, buf));
         manager_ownership_flush(m);
 
         FOREACH_KNOB(k) {

@@ -12,12 +12,14 @@
 
 void manager_ownership_init(Manager *m) {
         m->own_recorded = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        m->own_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         m->own_journal = g_string_new(NULL);
         m->while_down = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
 
 void manager_ownership_done(Manager *m) {
         g_clear_pointer(&m->own_recorded, g_hash_table_destroy);
+        g_clear_pointer(&m->own_wanted, g_hash_table_destroy);
         if (m->own_journal)
                 g_string_free(g_steal_pointer(&m->own_journal), TRUE);
         g_clear_pointer(&m->while_down, g_hash_table_destroy);
@@ -37,6 +39,8 @@ static int write_snapshot(Manager *m) {
         ownership_record_begin(s);
         for (guint i = 0; i < items->len; i++)
                 g_string_append(s, g_hash_table_lookup(m->own_recorded, g_ptr_array_index(items, i)));
+        /* The lines not appended yet, "want" lines among them, say the same again after. */
+        g_string_append(s, m->own_journal->str);
         r = runtime_file_write(m->runtime_dir, OWNERSHIP_RECORD_FILE, s->str);
         m->own_record_written = r >= 0;
         if (r < 0)
@@ -93,16 +97,22 @@ static char *record_line(Manager *m, const char *item, Owner owner, const char *
         return g_string_free(g_steal_pointer(&line), FALSE);
 }
 
+void manager_ownership_want(Manager *m, const char *item, const char *value) {
+        ownership_record_append_want(m->own_journal, item, value);
+        g_hash_table_add(m->own_wanted, g_strdup(item));
+}
+
 void manager_ownership_note(Manager *m, const char *item, Owner owner, const char *value) {
         g_autofree char *line = record_line(m, item, owner, value);
         const char *old = g_hash_table_lookup(m->own_recorded, item);
+        bool wanted = g_hash_table_remove(m->own_wanted, item);
 
         if (line) {
-                if (streq_ptr(old, line))
+                if (streq_ptr(old, line) && !wanted)
                         return;
                 g_string_append(m->own_journal, line);
                 g_hash_table_replace(m->own_recorded, g_strdup(item), g_steal_pointer(&line));
-        } else if (old) {
+        } else if (old || wanted) {
                 g_hash_table_remove(m->own_recorded, item);
                 ownership_record_append_baseline(m->own_journal, item);
         }

@@ -15,10 +15,11 @@ void manager_ownership_done(Manager *m);
  * reused, and writes this instance's snapshot. */
 void manager_ownership_start(Manager *m, const KnobValue current[_KNOB_MAX], bool reused);
 
-/* Notes whose item is, holding value, for the record, in the lines the next flush appends (a
- * yield with its conflict, drift.h). A value thpd is about to write is noted (OWNER_THPD) and
- * flushed before the write (see ownership-record.h); after an apply or a drift judgement, what
- * each item holds. */
+/* A value thpd is about to write, for the next flush, which comes before the write (see
+ * ownership-record.h). */
+void manager_ownership_want(Manager *m, const char *item, const char *value);
+/* Whose item is, holding value, for the record, in the lines the next flush appends (a yield
+ * with its conflict, drift.h): after each apply (which ends a "want") and drift judgement. */
 void manager_ownership_note(Manager *m, const char *item, Owner owner, const char *value);
 void manager_ownership_flush(Manager *m);
 

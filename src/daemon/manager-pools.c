@@ -165,7 +165,7 @@ unsigned manager_apply_pools(Manager *m) {
                                 break;
                         /* Recorded first, as for knobs (ownership-record.h). */
                         value = g_strdup_printf("%" PRIu64, step.target);
-                        manager_ownership_note(m, item, OWNER_THPD, value);
+                        manager_ownership_want(m, item, value);
                         manager_ownership_flush(m);
                         resized = resize(m, t, &step, size, &status, &errors, &allocated);
                         break;

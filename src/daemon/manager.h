@@ -76,10 +76,11 @@ typedef struct Manager {
         PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
         Ownership own;                 /* whose value each knob and pool holds (ownership.h) */
-        /* The ownership record in the runtime directory (manager-ownership.c): thpd's items as
-         * it says them (item -> value text), the lines not yet appended, whether this instance
+        /* The ownership record in the runtime directory (manager-ownership.c): each item's
+         * line as it says it (item -> line), the lines not yet appended, whether this instance
          * wrote its snapshot, how long that was and how much was appended since. */
         GHashTable *own_recorded;
+        GHashTable *own_wanted;        /* items with a "want" line not followed by their state yet */
         GString *own_journal;
         bool own_record_written;
         size_t own_record_size, own_record_appended;

@@ -362,10 +362,12 @@ class DriftTest(ThpdTestCase):
                                     f'Environment=DBUS_SESSION_BUS_ADDRESS={self.stack.env["DBUS_SESSION_BUS_ADDRESS"]}'))
         self.wait_knobs(enabled='madvise')
         self.ctl('show', '-p', 'Version')
-        self.start_unit('thpd-test-tuned.service', *self.writer_command('enabled', 'never'),
-                        properties=('Type=oneshot', 'RemainAfterExit=yes'))
+        # A writer that runs on, as TuneD does: named from its job, or (thpd keeps CAP_SYS_ADMIN
+        # under this manager) from its process, which is still there when thpd looks.
+        script = f'{self.WRITER_DELAY}echo never > {self.kernel.knob_path("enabled")}; exec sleep infinity'
+        self.start_unit('thpd-test-tuned.service', '/bin/sh', '-c', script)
         wait_until(lambda: 'thpd-test-tuned.service keeps setting enabled=never' in log.read_text(), DEADLINE,
-                   'the conflict')
+                   lambda: f'the conflict; the log:\n{log.read_text()}')
 
         self.stack.run('systemctl', '--user', 'restart', unit)
         wait_until(lambda: 'enabled: left at never to thpd-test-tuned.service' in log.read_text(), DEADLINE,

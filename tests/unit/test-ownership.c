@@ -247,39 +247,52 @@ static GHashTable *parse(const char *text, int expect) {
 
 #define HEADER "# thpd ownership v1: what thpd wrote, per knob and pool\n"
 
-/* The snapshot, then the lines appended: the last value and the one before are thpd's; a
- * "baseline" line forgets the item; a cut-short last line is ignored. */
+/* The snapshot, then the lines appended: a "thpd" line says what the item holds, a "want" line
+ * after it a write that may have been cut short; a "baseline" line forgets the item; a cut-short
+ * last line is ignored. */
 START_TEST(test_record) {
         g_autoptr(GString) s = g_string_new(NULL);
         g_autoptr(GHashTable) items = NULL;
         const OwnershipRecordItem *it;
 
         ownership_record_begin(s);
+        ownership_record_append_want(s, "enabled", "always");
+        ownership_record_append_thpd(s, "enabled", "always");
+        ownership_record_append_want(s, "enabled", "never");
         ownership_record_append_thpd(s, "enabled", "never");
-        ownership_record_append_thpd(s, "hugepages-2048kB/nr_hugepages", "72");
+        ownership_record_append_want(s, "hugepages-2048kB/nr_hugepages", "72");
         ownership_record_append_thpd(s, "defrag", "never");
-        ownership_record_append_thpd(s, "enabled", "madvise");
+        ownership_record_append_want(s, "enabled", "madvise");
         ownership_record_append_baseline(s, "defrag");
         g_string_append(s, "thpd enabled alw");
         items = parse(s->str, 0);
         ck_assert_uint_eq(g_hash_table_size(items), 2);
         it = g_hash_table_lookup(items, "enabled");
-        ck_assert_str_eq(it->value, "madvise");
-        ck_assert_str_eq(it->previous, "never");
+        ck_assert_str_eq(it->value, "never");
+        ck_assert_str_eq(it->wanted, "madvise");
         ck_assert(ownership_record_knob_left(it, KNOB_ENABLED, word("never")));
         ck_assert(ownership_record_knob_left(it, KNOB_ENABLED, word("madvise")));
+        /* A value thpd held long ago and saw done is not its leftover: an admin may have set it. */
         ck_assert(!ownership_record_knob_left(it, KNOB_ENABLED, word("always")));
         ck_assert(!ownership_record_knob_left(NULL, KNOB_ENABLED, word("never")));
 
         /* A pool anywhere between its baseline (no earlier value) and what thpd asked for. */
         it = g_hash_table_lookup(items, "hugepages-2048kB/nr_hugepages");
-        ck_assert_ptr_null(it->previous);
+        ck_assert_ptr_null(it->value);
         ck_assert(ownership_record_pool_left(it, 10, 72));
         ck_assert(ownership_record_pool_left(it, 10, 40));
         ck_assert(ownership_record_pool_left(it, 10, 10));
         ck_assert(!ownership_record_pool_left(it, 10, 73));
         ck_assert(!ownership_record_pool_left(it, 10, 9));
         ck_assert_ptr_null(g_hash_table_lookup(items, "defrag"));
+
+        /* Done, and short of what it asked for: exactly what the kernel kept. */
+        g_string_append(s, "\nthpd hugepages-2048kB/nr_hugepages 50\n");
+        g_hash_table_unref(items);
+        items = parse(s->str, 0);
+        it = g_hash_table_lookup(items, "hugepages-2048kB/nr_hugepages");
+        ck_assert(ownership_record_pool_left(it, 10, 50));
+        ck_assert(!ownership_record_pool_left(it, 10, 40));
 
         /* A yield, with its writer (or none), taken back by a "thpd" line. */
         g_string_truncate(s, 0);
@@ -308,6 +321,7 @@ START_TEST(test_record) {
         g_hash_table_unref(parse("# thpd units v1\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "thpd enabled\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "yield enabled never\n", -EBADMSG));
+        g_hash_table_unref(parse(HEADER "want enabled\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER, 0));
 }
 END_TEST
