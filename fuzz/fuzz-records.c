@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The records a restarted thpd reads back from its runtime directory: the baseline
- * (baseline_load) and the unit record (unit_record_parse). /run/thpd outlives the process, so
- * what is there may have been cut short by a crash, or written by someone else. The same input
- * is given to both: the baseline is read by path, from a scratch directory. A record that
- * parses is written back and read again, and must give the same result. */
+ * (baseline_load), the unit record (unit_record_parse) and the ownership record
+ * (ownership_record_parse). /run/thpd outlives the process, so what is there may have been cut
+ * short by a crash, or written by someone else. The same input is given to all three: the
+ * baseline is read by path, from a scratch directory. A record that parses is written back and
+ * read again, and must give the same result. */
 #include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "baseline.h"
 #include "fuzz.h"
+#include "ownership-record.h"
 #include "unit-record.h"
 #include "util.h"
 
@@ -89,8 +91,45 @@ static void check_unit_record(const uint8_t *data, size_t size) {
                 abort();
 }
 
+static bool same_item(const OwnershipRecordItem *a, const OwnershipRecordItem *b) {
+        return b && streq_ptr(a->value, b->value) && streq_ptr(a->wanted, b->wanted) && a->yielded == b->yielded &&
+               streq_ptr(a->writer, b->writer) && streq_ptr(a->writer_value, b->writer_value) &&
+               a->since_usec == b->since_usec;
+}
+
+static void check_ownership_record(const uint8_t *data, size_t size) {
+        g_autoptr(GHashTable) items = ownership_record_items_new();
+        g_autoptr(GHashTable) again = ownership_record_items_new();
+        g_autofree char *text = g_strndup((const char *) data, size);
+        g_autoptr(GString) s = g_string_new(NULL);
+        GHashTableIter iter;
+        gpointer item, value;
+
+        if (ownership_record_parse(text, items) < 0)
+                return;
+        ownership_record_begin(s);
+        g_hash_table_iter_init(&iter, items);
+        while (g_hash_table_iter_next(&iter, &item, &value)) {
+                const OwnershipRecordItem *it = value;
+
+                if (it->value)
+                        ownership_record_append_thpd(s, item, it->value);
+                if (it->wanted)
+                        ownership_record_append_want(s, item, it->wanted);
+                if (it->yielded)
+                        ownership_record_append_yield(s, item, it->writer, it->writer_value, it->since_usec);
+        }
+        if (ownership_record_parse(s->str, again) < 0 || g_hash_table_size(again) != g_hash_table_size(items))
+                abort();
+        g_hash_table_iter_init(&iter, items);
+        while (g_hash_table_iter_next(&iter, &item, &value))
+                if (!same_item(value, g_hash_table_lookup(again, item)))
+                        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_baseline(data, size);
         check_unit_record(data, size);
+        check_ownership_record(data, size);
         return 0;
 }
