@@ -6,34 +6,41 @@
 #include "ownership-record.h"
 #include "ownership.h"
 #include "plan.h"
+#include "pool-plan.h"
 #include "test-util.h"
 #include "util.h"
 
-/* Random sequences of events run through the core as the daemon wires it (plan(), drift_decide(),
- * the ownership transitions, the ownership record written and parsed back across restarts),
- * and beside them through a small reference model written from the table in
- * docs/how-it-decides.md. After every event the kernel's value, the baseline and whose value it
- * is must agree. One knob, enabled; pools are not modelled.
+/* Random sequences of events run through the core as the daemon wires it (plan(), the pool
+ * steps, drift_decide(), the ownership transitions, the ownership record written and parsed back
+ * across restarts), and beside them through a small reference model written from the table in
+ * docs/how-it-decides.md. After every event each item's value, its baseline and whose value it
+ * is must agree. Two items: the enabled knob and the 2 MiB pool; storm mitigation is not
+ * modelled.
  *
  * THPD_MODEL_SEQUENCES=N runs N sequences instead of the unit suite's few; THPD_MODEL_EVENTS the
  * events in each (at least 50); THPD_MODEL_SEED the first seed. */
 
 #define E KNOB_ENABLED
-#define ITEM "enabled"
 #define TUNED "tuned.service"
 #define MAX_RESTORES 2U
+#define POOL_KB UINT64_C(2048)
+#define POOL_PAGES 8
 
+enum { KNOB, POOL, N_ITEMS };
+
+static const char *const ITEMS[N_ITEMS] = { "enabled", "hugepages-2048kB/nr_hugepages" };
 static const DriftSettings SETTINGS = { .max_restores = MAX_RESTORES, .restore_window_usec = 3600 * USEC_PER_SEC };
-static KnobValue WORDS[3]; /* always, madvise, never */
-static Policy POLICY;      /* Units=app.service, Enabled=never */
+static KnobValue WORDS[3];                 /* always, madvise, never */
+static const int64_t PAGES[4] = { 0, 4, 8, 12 };
+static Policy POLICY;                      /* Units=app.service, Enabled=never, Pages=8 */
 
 /* What outlives thpd: the kernel, the records in /run/thpd, the units. */
 typedef struct World {
-        KnobValue kernel;
-        bool fail_next;        /* the kernel refuses thpd's next write (EIO) */
+        int64_t kernel[N_ITEMS];
+        bool fail_next[N_ITEMS]; /* the kernel refuses thpd's next write to it (EIO) */
         bool have_records;
-        KnobValue baseline;    /* the baseline record */
-        GString *record;       /* the ownership record */
+        int64_t baseline[N_ITEMS]; /* the baseline record */
+        GString *record;           /* the ownership record */
         bool unit_running;
         bool tuned_running;
 } World;
@@ -44,73 +51,126 @@ typedef struct Thpd {
         PlanState plan;
         DriftState drift;
         Ownership own;
-        SourceKind source;     /* of the last apply's target */
-        KnobValue applied;
+        SourceKind source;         /* the knob's, at the last apply */
+        uint64_t requested;        /* the pool's, at the last apply */
+        int64_t applied[N_ITEMS];
         KnobValue override;
-        char *line;            /* the record's line for the knob; NULL: none */
-        bool wanted;           /* a "want" line not followed by the knob's state yet */
+        char *line[N_ITEMS];       /* the record's line for each item; NULL: none */
+        bool wanted[N_ITEMS];      /* a "want" line not followed by the item's state yet */
         uint64_t now;
 } Thpd;
 
 /* The reference: the table, and nothing else. */
-typedef struct Ref {
-        KnobValue kernel, baseline, override;
+typedef struct RefItem {
+        int64_t kernel, baseline;
         Owner owner;
-        bool conflict_tuned;   /* the conflict (owner WRITER) is TuneD's, else the admin's */
+        bool conflict_tuned;       /* the conflict (owner WRITER) is TuneD's, else the admin's */
         unsigned restores_admin, restores_tuned;
-        bool fail_next, unit_running, tuned_running;
+        bool fail_next;
+} RefItem;
+
+typedef struct Ref {
+        RefItem items[N_ITEMS];
+        KnobValue override;
+        bool unit_running, tuned_running;
 } Ref;
 
-static const char *word(KnobValue v, char buf[static 24]) {
-        return knob_value_to_string(E, v, buf);
+static Owner *owner_of(Thpd *t, int i) {
+        return i == KNOB ? &t->own.knobs[E] : &t->own.pools[0];
+}
+
+static char *text(int i, int64_t v) {
+        char buf[24];
+
+        return i == KNOB ? g_strdup(knob_value_to_string(E, v, buf)) : g_strdup_printf("%" PRIi64, v);
 }
 
 /* ---- the core, as the daemon wires it ---- */
 
-static void sut_note(Thpd *t, World *w, Owner o, KnobValue v) {
+static void sut_note(Thpd *t, World *w, int i) {
         g_autoptr(GString) line = g_string_new(NULL);
+        g_autofree char *value = text(i, t->applied[i]);
+        Owner o = *owner_of(t, i);
         const DriftConflict *c;
-        char buf[24];
 
         if (o == OWNER_THPD)
-                ownership_record_append_thpd(line, ITEM, word(v, buf));
+                ownership_record_append_thpd(line, ITEMS[i], value);
         else if (o == OWNER_WRITER) {
-                c = drift_conflict(&t->drift, ITEM);
+                c = drift_conflict(&t->drift, ITEMS[i]);
                 ck_assert_ptr_nonnull(c);
-                ownership_record_append_yield(line, ITEM, c->writer, c->value, c->since_realtime_usec);
+                ownership_record_append_yield(line, ITEMS[i], c->writer, c->value, c->since_realtime_usec);
         }
         if (o != OWNER_BASELINE) {
-                if (!t->wanted && streq_ptr(t->line, line->str))
+                if (!t->wanted[i] && streq_ptr(t->line[i], line->str))
                         return;
                 g_string_append(w->record, line->str);
-                g_free(t->line);
-                t->line = g_strdup(line->str);
-        } else if (t->line || t->wanted) {
-                ownership_record_append_baseline(w->record, ITEM);
-                g_clear_pointer(&t->line, g_free);
+                g_free(t->line[i]);
+                t->line[i] = g_strdup(line->str);
+        } else if (t->line[i] || t->wanted[i]) {
+                ownership_record_append_baseline(w->record, ITEMS[i]);
+                g_clear_pointer(&t->line[i], g_free);
         }
-        t->wanted = false;
+        t->wanted[i] = false;
 }
 
 static void sut_sync_conflicts(Thpd *t) {
-        t->own.knobs[E] = ownership_conflict(t->own.knobs[E], drift_conflict(&t->drift, ITEM) != NULL);
+        for (int i = 0; i < N_ITEMS; i++)
+                *owner_of(t, i) = ownership_conflict(*owner_of(t, i), drift_conflict(&t->drift, ITEMS[i]) != NULL);
+}
+
+/* A write of thpd's: the "want" line first, then the kernel takes it or refuses it. */
+static bool sut_write_kernel(Thpd *t, World *w, int i, int64_t v) {
+        g_autofree char *value = text(i, v);
+
+        ownership_record_append_want(w->record, ITEMS[i], value);
+        t->wanted[i] = true;
+        if (w->fail_next[i]) {
+                w->fail_next[i] = false;
+                return false;
+        }
+        w->kernel[i] = v;
+        return true;
+}
+
+static void sut_apply_pool(Thpd *t, World *w, const Target *target) {
+        const PoolTarget *pt = target_find_pool(target, POOL_KB, POOL_NODE_ANY);
+        PoolObservation o = {
+                .has_baseline = true,
+                .baseline = (uint64_t) w->baseline[POOL],
+                .readable = true,
+                .current = (uint64_t) w->kernel[POOL],
+                .owned = t->own.pools[0] != OWNER_BASELINE,
+                .yielded = t->own.pools[0] == OWNER_WRITER,
+        };
+        PoolStep step;
+
+        ck_assert_ptr_nonnull(pt);
+        pool_plan_step(pt, &o, &step);
+        if (step.persist_baseline)
+                w->baseline[POOL] = (int64_t) step.baseline;
+        if ((step.action == POOL_ACTION_RESIZE || step.action == POOL_ACTION_OWN) && step.current != step.target)
+                (void) sut_write_kernel(t, w, POOL, (int64_t) step.target);
+        t->own.pools[0] = ownership_pool_step(t->own.pools[0], pt, &step, (uint64_t) w->kernel[POOL]);
+        t->applied[POOL] = w->kernel[POOL];
+        t->requested = pt->requested;
+        sut_note(t, w, POOL);
 }
 
 static void sut_apply(Thpd *t, World *w) {
         bool present[_KNOB_MAX] = {}, owned[_KNOB_MAX], yielded[_KNOB_MAX], failed = false;
         KnobValue unset[_KNOB_MAX], current[_KNOB_MAX], recorded[_KNOB_MAX], override[_KNOB_MAX];
+        PoolBaseline pool = { .page_size_kb = POOL_KB, .node = POOL_NODE_ANY, .pages = (uint64_t) w->baseline[POOL] };
         PlanUnit unit = { .name = "app.service", .running = true };
         PlanCandidate c = { .policy = &POLICY, .units = &unit, .n_units = w->unit_running ? 1 : 0 };
         Target target;
         Plan p;
         KnobStep step;
-        char buf[24];
 
         FOREACH_KNOB(k)
                 unset[k] = current[k] = recorded[k] = override[k] = KNOB_VALUE_UNSET;
         present[E] = true;
-        current[E] = w->kernel;
-        recorded[E] = w->baseline;
+        current[E] = w->kernel[KNOB];
+        recorded[E] = w->baseline[KNOB];
         override[E] = t->override;
         ownership_plan_flags(&t->own, true, owned, yielded);
         t->now += USEC_PER_SEC;
@@ -127,36 +187,38 @@ static void sut_apply(Thpd *t, World *w) {
                         .mitigation = unset,
                         .override = override,
                         .yielded = yielded,
+                        .pool_baseline = &pool,
+                        .n_pool_baseline = 1,
                 }, &target, &p);
         step = p.knobs[E];
-        if (step.action == KNOB_ACTION_WRITE) {
-                ownership_record_append_want(w->record, ITEM, word(step.target, buf));
-                t->wanted = true;
-                if (w->fail_next) {
-                        w->fail_next = false;
-                        failed = true;
-                        t->applied = w->kernel;
-                } else
-                        w->kernel = step.target;
+        if (step.action == KNOB_ACTION_WRITE && !sut_write_kernel(t, w, KNOB, step.target)) {
+                failed = true;
+                t->applied[KNOB] = w->kernel[KNOB];
         }
-        (void) ownership_knob_commit(&t->own, E, &step, failed, p.baseline[E], &t->applied, &w->baseline);
-        sut_note(t, w, t->own.knobs[E], t->applied);
+        (void) ownership_knob_commit(&t->own, E, &step, failed, p.baseline[E], &t->applied[KNOB], &w->baseline[KNOB]);
         t->source = target.source[E].kind;
+        sut_note(t, w, KNOB);
+        sut_apply_pool(t, w, &target);
         plan_done(&p);
 }
 
 static void sut_forget(Thpd *t) {
         plan_state_done(&t->plan);
         drift_state_done(&t->drift);
-        g_clear_pointer(&t->line, g_free);
+        for (int i = 0; i < N_ITEMS; i++)
+                g_clear_pointer(&t->line[i], g_free);
         t->running = false;
+}
+
+static bool record_left(int i, const OwnershipRecordItem *it, int64_t baseline, int64_t current) {
+        if (i == KNOB)
+                return ownership_record_knob_left(it, E, current);
+        return ownership_record_pool_left(it, (uint64_t) baseline, (uint64_t) current);
 }
 
 static void sut_start(Thpd *t, World *w) {
         g_autoptr(GHashTable) items = ownership_record_items_new();
-        const OwnershipRecordItem *it = NULL;
-        g_autoptr(GString) snapshot = g_string_new(NULL);
-        bool recorded = w->have_records, down;
+        bool recorded = w->have_records;
 
         *t = (Thpd) { .running = true, .override = KNOB_VALUE_UNSET, .now = t->now };
         plan_state_init(&t->plan);
@@ -164,30 +226,33 @@ static void sut_start(Thpd *t, World *w) {
         ownership_init(&t->own);
         if (!w->have_records) {
                 w->have_records = true;
-                w->baseline = w->kernel;
-        } else {
+                memcpy(w->baseline, w->kernel, sizeof w->baseline);
+        } else
                 ck_assert_int_eq(ownership_record_parse(w->record->str, items), 0);
-                it = g_hash_table_lookup(items, ITEM);
-        }
-        t->own.knobs[E] = ownership_at_start(&(OwnershipStart) {
-                        .at_baseline = w->kernel == w->baseline,
-                        .recorded = recorded,
-                        .thpd_left = ownership_record_knob_left(it, E, w->kernel),
-                        .yielded = it && it->yielded,
-                }, &down);
-        t->own.knobs_unjudged[E] = down;
-        if (t->own.knobs[E] == OWNER_WRITER) {
-                drift_restore_conflict(&t->drift, ITEM, it->writer, it->writer_value, it->since_usec);
-                /* thpd asks the manager about the writer: one that stopped ends its conflict. */
-                if (streq_ptr(it->writer, TUNED) && !w->tuned_running &&
-                    drift_writer_state(&t->drift, TUNED, false, true))
-                        sut_sync_conflicts(t);
-        }
-        t->applied = w->kernel;
-        /* This instance's snapshot. */
         g_string_truncate(w->record, 0);
         ownership_record_begin(w->record);
-        sut_note(t, w, t->own.knobs[E], w->kernel);
+        for (int i = 0; i < N_ITEMS; i++) {
+                const OwnershipRecordItem *it = g_hash_table_lookup(items, ITEMS[i]);
+                bool down;
+
+                *owner_of(t, i) = ownership_at_start(&(OwnershipStart) {
+                                .at_baseline = w->kernel[i] == w->baseline[i],
+                                .recorded = recorded,
+                                .thpd_left = record_left(i, it, w->baseline[i], w->kernel[i]),
+                                .yielded = it && it->yielded,
+                        }, &down);
+                if (i == KNOB)
+                        t->own.knobs_unjudged[E] = down;
+                if (*owner_of(t, i) == OWNER_WRITER)
+                        drift_restore_conflict(&t->drift, ITEMS[i], it->writer, it->writer_value, it->since_usec);
+                t->applied[i] = w->kernel[i];
+        }
+        /* thpd asks the manager about each writer in conflict: one that stopped ends it. */
+        if (drift_has_writer(&t->drift, TUNED) && !w->tuned_running && drift_writer_state(&t->drift, TUNED, false, true))
+                sut_sync_conflicts(t);
+        /* This instance's snapshot. */
+        for (int i = 0; i < N_ITEMS; i++)
+                sut_note(t, w, i);
         sut_apply(t, w);
 }
 
@@ -196,96 +261,127 @@ static void sut_start(Thpd *t, World *w) {
 static void sut_stop(Thpd *t, World *w) {
         bool failed = false;
 
-        if (ownership_at_stop(t->own.knobs[E], w->kernel == w->baseline) == OWNERSHIP_STOP_RESTORE) {
-                if (w->fail_next) {
-                        w->fail_next = false;
+        for (int i = 0; i < N_ITEMS; i++) {
+                if (ownership_at_stop(*owner_of(t, i), w->kernel[i] == w->baseline[i]) != OWNERSHIP_STOP_RESTORE)
+                        continue;
+                if (w->fail_next[i]) {
+                        w->fail_next[i] = false;
                         failed = true;
                 } else
-                        w->kernel = w->baseline;
+                        w->kernel[i] = w->baseline[i];
         }
-        if (!failed && !ownership_keep_records(&t->own, 0)) {
+        if (!failed && !ownership_keep_records(&t->own, 1)) {
                 w->have_records = false;
                 g_string_truncate(w->record, 0);
         }
         sut_forget(t);
 }
 
-static void sut_write(Thpd *t, World *w, const char *writer, KnobValue v) {
+static void sut_write(Thpd *t, World *w, int i, const char *writer, int64_t v) {
+        g_autofree char *found = text(i, v);
         DriftAction a;
-        char buf[24];
         bool held;
 
-        w->kernel = v;
-        if (!t->running || v == t->applied)
+        w->kernel[i] = v;
+        if (!t->running || v == t->applied[i])
                 return;
-        held = ownership_knob_held(t->own.knobs[E], t->source, false);
+        held = i == KNOB ? ownership_knob_held(t->own.knobs[E], t->source, false)
+                         : ownership_pool_held(t->own.pools[0], t->requested);
         t->now += USEC_PER_SEC;
-        a = drift_decide(&t->drift, &SETTINGS, ITEM, held, writer, word(v, buf), t->now, t->now);
-        t->own.knobs[E] = ownership_after_drift(t->own.knobs[E], a);
-        if (t->own.knobs[E] == OWNER_WRITER)
-                sut_note(t, w, OWNER_WRITER, v);
-        t->applied = v;
+        a = drift_decide(&t->drift, &SETTINGS, ITEMS[i], held, writer, found, t->now, t->now);
+        *owner_of(t, i) = ownership_after_drift(*owner_of(t, i), a);
+        t->applied[i] = v;
+        if (*owner_of(t, i) == OWNER_WRITER)
+                sut_note(t, w, i);
         sut_apply(t, w);
 }
 
 /* ---- the reference ---- */
 
 static void ref_apply(Ref *r) {
-        bool held = r->override != KNOB_VALUE_UNSET || r->unit_running;
-        KnobValue target = r->override != KNOB_VALUE_UNSET ? r->override : r->unit_running ? POLICY.knobs[E] : r->baseline;
+        for (int i = 0; i < N_ITEMS; i++) {
+                RefItem *it = &r->items[i];
+                bool held = i == KNOB ? r->override != KNOB_VALUE_UNSET || r->unit_running : r->unit_running;
+                int64_t target = i == POOL ? it->baseline + (r->unit_running ? POOL_PAGES : 0)
+                                 : r->override != KNOB_VALUE_UNSET ? r->override
+                                 : r->unit_running ? POLICY.knobs[E] : it->baseline;
 
-        if (r->owner == OWNER_WRITER)
-                return;
-        if (r->owner == OWNER_BASELINE && !held) {
-                r->baseline = r->kernel;
-                return;
+                if (it->owner == OWNER_WRITER)
+                        continue;
+                if (it->owner == OWNER_BASELINE && !held) {
+                        it->baseline = it->kernel;
+                        continue;
+                }
+                if (it->kernel != target) {
+                        if (it->fail_next)
+                                it->fail_next = false;
+                        else
+                                it->kernel = target;
+                }
+                it->owner = held || it->kernel != it->baseline ? OWNER_THPD : OWNER_BASELINE;
         }
-        if (r->kernel != target) {
-                if (r->fail_next)
-                        r->fail_next = false;
-                else
-                        r->kernel = target;
-        }
-        r->owner = held || r->kernel != r->baseline ? OWNER_THPD : OWNER_BASELINE;
 }
 
-static void ref_write(Ref *r, bool tuned, KnobValue v) {
-        bool held = r->override != KNOB_VALUE_UNSET || r->unit_running || r->owner != OWNER_BASELINE;
-        unsigned *restores = tuned ? &r->restores_tuned : &r->restores_admin;
+static void ref_write(Ref *r, int i, bool tuned, int64_t v) {
+        RefItem *it = &r->items[i];
+        bool held = (i == KNOB && r->override != KNOB_VALUE_UNSET) || r->unit_running || it->owner != OWNER_BASELINE;
+        unsigned *restores = tuned ? &it->restores_tuned : &it->restores_admin;
 
-        if (v == r->kernel)
+        if (v == it->kernel)
                 return;
-        r->kernel = v;
+        it->kernel = v;
+        /* In conflict already: the writer's, whoever writes. */
         if (!held)
-                r->owner = OWNER_BASELINE;
-        else if (r->owner == OWNER_WRITER)
-                return;
-        else if (*restores >= MAX_RESTORES) {
-                r->owner = OWNER_WRITER;
-                r->conflict_tuned = tuned;
-                return;
-        } else
+                it->owner = OWNER_BASELINE;
+        else if (it->owner != OWNER_WRITER && *restores >= MAX_RESTORES) {
+                it->owner = OWNER_WRITER;
+                it->conflict_tuned = tuned;
+        } else if (it->owner != OWNER_WRITER)
                 (*restores)++;
+        /* Any change seen is answered by an apply, which also retries what failed. */
         ref_apply(r);
 }
 
-static void ref_conflict_ends(Ref *r) {
-        if (r->owner == OWNER_WRITER)
-                r->owner = OWNER_THPD;
+/* A conflict ends (its writer stopped, a reload): thpd's again, and the fight starts afresh. */
+static void ref_conflict_ends(RefItem *it) {
+        if (it->owner == OWNER_WRITER)
+                it->owner = OWNER_THPD;
 }
 
-/* A start with the records of the last instance; changed: written while thpd was down. */
-static void ref_restart(Ref *r, bool changed) {
+/* Returns whether a conflict ended, which thpd answers with an apply. */
+static bool ref_tuned_stops(Ref *r) {
+        bool ended = false;
+
+        r->tuned_running = false;
+        for (int i = 0; i < N_ITEMS; i++)
+                ended |= r->items[i].owner == OWNER_WRITER && r->items[i].conflict_tuned;
+        if (!ended)
+                return false;
+        for (int i = 0; i < N_ITEMS; i++) {
+                RefItem *it = &r->items[i];
+
+                it->restores_tuned = 0;
+                if (it->conflict_tuned)
+                        ref_conflict_ends(it);
+        }
+        return true;
+}
+
+/* A start with the records of the last instance; changed[i]: written while thpd was down. */
+static void ref_restart(Ref *r, const bool changed[N_ITEMS]) {
         r->override = KNOB_VALUE_UNSET;
-        r->restores_admin = r->restores_tuned = 0;
-        if (r->owner == OWNER_WRITER) {
-                if (r->conflict_tuned && !r->tuned_running)
-                        r->owner = OWNER_THPD;
-        } else if (r->kernel == r->baseline)
-                r->owner = OWNER_BASELINE;
-        else if (changed)
-                /* Written while thpd was down: judged like drift, by the apply. */
-                r->owner = OWNER_BASELINE;
+        for (int i = 0; i < N_ITEMS; i++) {
+                RefItem *it = &r->items[i];
+
+                it->restores_admin = it->restores_tuned = 0;
+                if (it->owner == OWNER_WRITER)
+                        continue;
+                if (it->kernel == it->baseline || changed[i])
+                        /* Written while thpd was down: judged like drift, by the apply. */
+                        it->owner = OWNER_BASELINE;
+        }
+        if (!r->tuned_running)
+                (void) ref_tuned_stops(r);
         ref_apply(r);
 }
 
@@ -310,12 +406,14 @@ typedef enum Event {
 } Event;
 
 static const char *const event_names[_EV_MAX] = {
-        "unit starts", "unit stops", "admin writes", "TuneD writes", "TuneD writes again and again", "TuneD stops", "next write fails",
-        "SIGKILL, restart", "SIGKILL, admin writes, restart", "SIGKILL, TuneD stops, restart",
+        "unit starts", "unit stops", "admin writes", "TuneD writes", "TuneD writes again and again", "TuneD stops",
+        "next write fails", "SIGKILL, restart", "SIGKILL, admin writes, restart", "SIGKILL, TuneD stops, restart",
         "SIGTERM, start", "reload", "override", "override expires",
 };
 
-static void run_event(Thpd *t, World *w, Ref *r, Event e, KnobValue v) {
+static void run_event(Thpd *t, World *w, Ref *r, Event e, int i, int64_t v, KnobValue word) {
+        bool changed[N_ITEMS] = {};
+
         switch (e) {
         case EV_UNIT_START:
         case EV_UNIT_STOP:
@@ -324,84 +422,83 @@ static void run_event(Thpd *t, World *w, Ref *r, Event e, KnobValue v) {
                 ref_apply(r);
                 break;
         case EV_ADMIN_WRITES:
-                sut_write(t, w, NULL, v);
-                ref_write(r, false, v);
+                sut_write(t, w, i, NULL, v);
+                ref_write(r, i, false, v);
                 break;
         case EV_TUNED_WRITES:
-                w->tuned_running = r->tuned_running = true;
-                sut_write(t, w, TUNED, v);
-                ref_write(r, true, v);
-                break;
         case EV_TUNED_KEEPS_WRITING:
                 w->tuned_running = r->tuned_running = true;
-                for (unsigned i = 0; i <= MAX_RESTORES + 1; i++) {
-                        sut_write(t, w, TUNED, v);
-                        ref_write(r, true, v);
+                for (unsigned n = 0; n < (e == EV_TUNED_WRITES ? 1 : MAX_RESTORES + 2); n++) {
+                        sut_write(t, w, i, TUNED, v);
+                        ref_write(r, i, true, v);
                 }
                 break;
         case EV_TUNED_STOPS:
-                w->tuned_running = r->tuned_running = false;
+                w->tuned_running = false;
                 if (drift_writer_state(&t->drift, TUNED, false, true)) {
                         sut_sync_conflicts(t);
                         sut_apply(t, w);
                 }
-                if (r->owner == OWNER_WRITER && r->conflict_tuned) {
-                        r->restores_tuned = 0;
-                        ref_conflict_ends(r);
+                if (ref_tuned_stops(r))
                         ref_apply(r);
-                }
                 break;
         case EV_WRITE_FAILS:
-                w->fail_next = r->fail_next = true;
+                w->fail_next[i] = r->items[i].fail_next = true;
                 break;
         case EV_KILL_RESTART:
         case EV_KILL_ADMIN_WRITES_RESTART:
-        case EV_KILL_TUNED_STOPS_RESTART: {
-                bool changed = e == EV_KILL_ADMIN_WRITES_RESTART && v != w->kernel;
-
+        case EV_KILL_TUNED_STOPS_RESTART:
                 sut_forget(t);
-                if (e == EV_KILL_ADMIN_WRITES_RESTART)
-                        w->kernel = r->kernel = v;
+                if (e == EV_KILL_ADMIN_WRITES_RESTART) {
+                        changed[i] = v != w->kernel[i];
+                        w->kernel[i] = r->items[i].kernel = v;
+                }
                 if (e == EV_KILL_TUNED_STOPS_RESTART)
                         w->tuned_running = r->tuned_running = false;
                 sut_start(t, w);
                 ref_restart(r, changed);
                 break;
-        }
         case EV_TERM_START: {
-                bool failed = false;
+                bool failed = false, yielded = false;
 
                 sut_stop(t, w);
                 sut_start(t, w);
-                if (r->owner == OWNER_THPD && r->kernel != r->baseline) {
-                        if (r->fail_next) {
-                                r->fail_next = false;
+                for (int n = 0; n < N_ITEMS; n++) {
+                        RefItem *it = &r->items[n];
+
+                        yielded |= it->owner == OWNER_WRITER;
+                        if (it->owner != OWNER_THPD || it->kernel == it->baseline)
+                                continue;
+                        if (it->fail_next) {
+                                it->fail_next = false;
                                 failed = true;
                         } else
-                                r->kernel = r->baseline;
+                                it->kernel = it->baseline;
                 }
-                if (!failed && r->owner != OWNER_WRITER) {
+                if (!failed && !yielded) {
                         /* The records went: a first start. */
-                        r->baseline = r->kernel;
-                        r->owner = OWNER_BASELINE;
                         r->override = KNOB_VALUE_UNSET;
-                        r->restores_admin = r->restores_tuned = 0;
+                        for (int n = 0; n < N_ITEMS; n++)
+                                r->items[n] = (RefItem) { .kernel = r->items[n].kernel, .baseline = r->items[n].kernel,
+                                                          .fail_next = r->items[n].fail_next };
                         ref_apply(r);
                 } else
-                        ref_restart(r, false);
+                        ref_restart(r, changed);
                 break;
         }
         case EV_RELOAD:
                 drift_reset(&t->drift);
                 sut_sync_conflicts(t);
                 sut_apply(t, w);
-                r->restores_admin = r->restores_tuned = 0;
-                ref_conflict_ends(r);
+                for (int n = 0; n < N_ITEMS; n++) {
+                        r->items[n].restores_admin = r->items[n].restores_tuned = 0;
+                        ref_conflict_ends(&r->items[n]);
+                }
                 ref_apply(r);
                 break;
         case EV_OVERRIDE:
         case EV_OVERRIDE_EXPIRES:
-                t->override = r->override = e == EV_OVERRIDE ? v : KNOB_VALUE_UNSET;
+                t->override = r->override = e == EV_OVERRIDE ? word : KNOB_VALUE_UNSET;
                 sut_apply(t, w);
                 ref_apply(r);
                 break;
@@ -416,30 +513,39 @@ static uint64_t event_counts[_EV_MAX], conflicts_begun;
 /* Runs one sequence; returns the number of the first event after which the two differ (1-based),
  * or 0, with the events in trace. */
 static unsigned run_sequence(unsigned seed, unsigned n_events, GString *trace) {
-        World w = { .record = g_string_new(NULL), .kernel = WORDS[1] };
-        Ref r = { .kernel = WORDS[1], .override = KNOB_VALUE_UNSET };
+        World w = { .record = g_string_new(NULL), .kernel = { WORDS[1], 0 } };
+        Ref r = { .override = KNOB_VALUE_UNSET };
         Thpd t = {};
         unsigned diverged = 0;
         GRand *rand = g_rand_new_with_seed(seed);
 
         sut_start(&t, &w);
-        r.baseline = r.kernel;
+        for (int i = 0; i < N_ITEMS; i++)
+                r.items[i] = (RefItem) { .kernel = w.kernel[i], .baseline = w.kernel[i] };
         ref_apply(&r);
-        for (unsigned i = 0; i < n_events && diverged == 0; i++) {
+        for (unsigned n = 0; n < n_events && diverged == 0; n++) {
                 Event e = (Event) g_rand_int_range(rand, 0, _EV_MAX);
-                KnobValue v = WORDS[g_rand_int_range(rand, 0, 3)];
-                char a[24], b[24], c[24];
+                int i = g_rand_int_range(rand, 0, N_ITEMS);
+                KnobValue word = WORDS[g_rand_int_range(rand, 0, 3)];
+                int64_t v = i == KNOB ? word : PAGES[g_rand_int_range(rand, 0, 4)];
+                Owner before[N_ITEMS] = { r.items[KNOB].owner, r.items[POOL].owner };
+                char buf[24];
 
-                Owner before = r.owner;
-
-                run_event(&t, &w, &r, e, v);
+                run_event(&t, &w, &r, e, i, v, word);
                 event_counts[e]++;
-                conflicts_begun += before != OWNER_WRITER && r.owner == OWNER_WRITER;
-                g_string_append_printf(trace, "%u: %s (%s): kernel %s/%s, baseline %s, owner %s/%s\n", i + 1,
-                                       event_names[e], word(v, a), word(w.kernel, b), word(r.kernel, c),
-                                       word(w.baseline, a), owner_to_string(t.own.knobs[E]), owner_to_string(r.owner));
-                if (w.kernel != r.kernel || w.baseline != r.baseline || t.own.knobs[E] != r.owner)
-                        diverged = i + 1;
+                g_string_append_printf(trace, "%u: %s (%s %" PRIi64 ", override %s):", n + 1, event_names[e], ITEMS[i],
+                                       v, knob_value_to_string(E, word, buf));
+                for (int j = 0; j < N_ITEMS; j++) {
+                        RefItem *it = &r.items[j];
+
+                        conflicts_begun += before[j] != OWNER_WRITER && it->owner == OWNER_WRITER;
+                        g_string_append_printf(trace, " [%s %" PRIi64 "/%" PRIi64 ", baseline %" PRIi64 "/%" PRIi64
+                                               ", %s/%s]", ITEMS[j], w.kernel[j], it->kernel, w.baseline[j],
+                                               it->baseline, owner_to_string(*owner_of(&t, j)), owner_to_string(it->owner));
+                        if (w.kernel[j] != it->kernel || w.baseline[j] != it->baseline || *owner_of(&t, j) != it->owner)
+                                diverged = n + 1;
+                }
+                g_string_append_c(trace, '\n');
         }
         sut_forget(&t);
         g_string_free(w.record, TRUE);
@@ -491,6 +597,8 @@ int main(void) {
                 POLICY.knobs[k] = KNOB_VALUE_UNSET;
         POLICY.service_thp = KNOB_VALUE_UNSET;
         POLICY.knobs[E] = WORDS[2];
+        POLICY.has_pool = true;
+        POLICY.pool = (PoolRequest) { .page_size_kb = POOL_KB, .node = POOL_NODE_ANY, .pages = POOL_PAGES };
 
         tcase_set_timeout(tc, 0);
         tcase_add_test(tc, test_model);
