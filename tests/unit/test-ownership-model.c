@@ -14,8 +14,8 @@
  * steps, drift_decide(), the ownership transitions, the ownership record written and parsed back
  * across restarts), and beside them through a small reference model written from the table in
  * docs/how-it-decides.md. After every event each item's value, its baseline and whose value it
- * is must agree. Two items: the enabled knob and the 2 MiB pool; storm mitigation is not
- * modelled.
+ * is must agree. Three items: the enabled knob (a policy's and an override's), the defrag knob
+ * (a storm mitigation's) and the 2 MiB pool (the policy's).
  *
  * THPD_MODEL_SEQUENCES=N runs N sequences instead of the unit suite's few; THPD_MODEL_EVENTS the
  * events in each (at least 50); THPD_MODEL_SEED the first seed. */
@@ -26,11 +26,14 @@
 #define POOL_KB UINT64_C(2048)
 #define POOL_PAGES 8
 
-enum { KNOB, POOL, N_ITEMS };
+enum { KNOB, DEFRAG, POOL, N_ITEMS };
 
-static const char *const ITEMS[N_ITEMS] = { "enabled", "hugepages-2048kB/nr_hugepages" };
+static const char *const ITEMS[N_ITEMS] = { "enabled", "defrag", "hugepages-2048kB/nr_hugepages" };
+static const Knob KNOB_OF[POOL] = { KNOB_ENABLED, KNOB_DEFRAG };
 static const DriftSettings SETTINGS = { .max_restores = MAX_RESTORES, .restore_window_usec = 3600 * USEC_PER_SEC };
-static KnobValue WORDS[3];                 /* always, madvise, never */
+static KnobValue WORDS[3];                 /* enabled: always, madvise, never */
+static KnobValue DEFRAG_WORDS[5];          /* always, defer, defer+madvise, madvise, never */
+static KnobValue MITIGATION;               /* defrag=defer, as [Storm] Action=mitigate votes */
 static const int64_t PAGES[4] = { 0, 4, 8, 12 };
 static Policy POLICY;                      /* Units=app.service, Enabled=never, Pages=8 */
 
@@ -51,7 +54,8 @@ typedef struct Thpd {
         PlanState plan;
         DriftState drift;
         Ownership own;
-        SourceKind source;         /* the knob's, at the last apply */
+        SourceKind source[POOL];   /* each knob's, at the last apply */
+        KnobValue mitigation;      /* defrag's vote while a storm is mitigated */
         uint64_t requested;        /* the pool's, at the last apply */
         int64_t applied[N_ITEMS];
         KnobValue override;
@@ -72,17 +76,18 @@ typedef struct RefItem {
 typedef struct Ref {
         RefItem items[N_ITEMS];
         KnobValue override;
+        bool mitigation;
         bool unit_running, tuned_running;
 } Ref;
 
 static Owner *owner_of(Thpd *t, int i) {
-        return i == KNOB ? &t->own.knobs[E] : &t->own.pools[0];
+        return i < POOL ? &t->own.knobs[KNOB_OF[i]] : &t->own.pools[0];
 }
 
 static char *text(int i, int64_t v) {
         char buf[24];
 
-        return i == KNOB ? g_strdup(knob_value_to_string(E, v, buf)) : g_strdup_printf("%" PRIi64, v);
+        return i < POOL ? g_strdup(knob_value_to_string(KNOB_OF[i], v, buf)) : g_strdup_printf("%" PRIi64, v);
 }
 
 /* ---- the core, as the daemon wires it ---- */
@@ -157,21 +162,24 @@ static void sut_apply_pool(Thpd *t, World *w, const Target *target) {
 }
 
 static void sut_apply(Thpd *t, World *w) {
-        bool present[_KNOB_MAX] = {}, owned[_KNOB_MAX], yielded[_KNOB_MAX], failed = false;
-        KnobValue unset[_KNOB_MAX], current[_KNOB_MAX], recorded[_KNOB_MAX], override[_KNOB_MAX];
+        bool present[_KNOB_MAX] = {}, owned[_KNOB_MAX], yielded[_KNOB_MAX];
+        KnobValue unset[_KNOB_MAX], current[_KNOB_MAX], recorded[_KNOB_MAX], override[_KNOB_MAX],
+                mitigation[_KNOB_MAX];
         PoolBaseline pool = { .page_size_kb = POOL_KB, .node = POOL_NODE_ANY, .pages = (uint64_t) w->baseline[POOL] };
         PlanUnit unit = { .name = "app.service", .running = true };
         PlanCandidate c = { .policy = &POLICY, .units = &unit, .n_units = w->unit_running ? 1 : 0 };
         Target target;
         Plan p;
-        KnobStep step;
 
         FOREACH_KNOB(k)
-                unset[k] = current[k] = recorded[k] = override[k] = KNOB_VALUE_UNSET;
-        present[E] = true;
-        current[E] = w->kernel[KNOB];
-        recorded[E] = w->baseline[KNOB];
+                unset[k] = current[k] = recorded[k] = override[k] = mitigation[k] = KNOB_VALUE_UNSET;
+        for (int i = 0; i < POOL; i++) {
+                present[KNOB_OF[i]] = true;
+                current[KNOB_OF[i]] = w->kernel[i];
+                recorded[KNOB_OF[i]] = w->baseline[i];
+        }
         override[E] = t->override;
+        mitigation[KNOB_DEFRAG] = t->mitigation;
         ownership_plan_flags(&t->own, true, owned, yielded);
         t->now += USEC_PER_SEC;
         plan(&t->plan, &(PlanInput) {
@@ -184,20 +192,25 @@ static void sut_apply(Thpd *t, World *w) {
                         .owned = owned,
                         .recorded = recorded,
                         .pinned = unset,
-                        .mitigation = unset,
+                        .mitigation = mitigation,
                         .override = override,
                         .yielded = yielded,
                         .pool_baseline = &pool,
                         .n_pool_baseline = 1,
                 }, &target, &p);
-        step = p.knobs[E];
-        if (step.action == KNOB_ACTION_WRITE && !sut_write_kernel(t, w, KNOB, step.target)) {
-                failed = true;
-                t->applied[KNOB] = w->kernel[KNOB];
+        for (int i = 0; i < POOL; i++) {
+                Knob k = KNOB_OF[i];
+                const KnobStep *step = &p.knobs[k];
+                bool failed = false;
+
+                if (step->action == KNOB_ACTION_WRITE && !sut_write_kernel(t, w, i, step->target)) {
+                        failed = true;
+                        t->applied[i] = w->kernel[i];
+                }
+                (void) ownership_knob_commit(&t->own, k, step, failed, p.baseline[k], &t->applied[i], &w->baseline[i]);
+                t->source[i] = target.source[k].kind;
+                sut_note(t, w, i);
         }
-        (void) ownership_knob_commit(&t->own, E, &step, failed, p.baseline[E], &t->applied[KNOB], &w->baseline[KNOB]);
-        t->source = target.source[E].kind;
-        sut_note(t, w, KNOB);
         sut_apply_pool(t, w, &target);
         plan_done(&p);
 }
@@ -211,8 +224,8 @@ static void sut_forget(Thpd *t) {
 }
 
 static bool record_left(int i, const OwnershipRecordItem *it, int64_t baseline, int64_t current) {
-        if (i == KNOB)
-                return ownership_record_knob_left(it, E, current);
+        if (i < POOL)
+                return ownership_record_knob_left(it, KNOB_OF[i], current);
         return ownership_record_pool_left(it, (uint64_t) baseline, (uint64_t) current);
 }
 
@@ -220,7 +233,7 @@ static void sut_start(Thpd *t, World *w) {
         g_autoptr(GHashTable) items = ownership_record_items_new();
         bool recorded = w->have_records;
 
-        *t = (Thpd) { .running = true, .override = KNOB_VALUE_UNSET, .now = t->now };
+        *t = (Thpd) { .running = true, .override = KNOB_VALUE_UNSET, .mitigation = KNOB_VALUE_UNSET, .now = t->now };
         plan_state_init(&t->plan);
         drift_state_init(&t->drift);
         ownership_init(&t->own);
@@ -241,8 +254,8 @@ static void sut_start(Thpd *t, World *w) {
                                 .thpd_left = record_left(i, it, w->baseline[i], w->kernel[i]),
                                 .yielded = it && it->yielded,
                         }, &down);
-                if (i == KNOB)
-                        t->own.knobs_unjudged[E] = down;
+                if (i < POOL)
+                        t->own.knobs_unjudged[KNOB_OF[i]] = down;
                 if (*owner_of(t, i) == OWNER_WRITER)
                         drift_restore_conflict(&t->drift, ITEMS[i], it->writer, it->writer_value, it->since_usec);
                 t->applied[i] = w->kernel[i];
@@ -285,8 +298,8 @@ static void sut_write(Thpd *t, World *w, int i, const char *writer, int64_t v) {
         w->kernel[i] = v;
         if (!t->running || v == t->applied[i])
                 return;
-        held = i == KNOB ? ownership_knob_held(t->own.knobs[E], t->source, false)
-                         : ownership_pool_held(t->own.pools[0], t->requested);
+        held = i < POOL ? ownership_knob_held(*owner_of(t, i), t->source[i], false)
+                        : ownership_pool_held(t->own.pools[0], t->requested);
         t->now += USEC_PER_SEC;
         a = drift_decide(&t->drift, &SETTINGS, ITEMS[i], held, writer, found, t->now, t->now);
         *owner_of(t, i) = ownership_after_drift(*owner_of(t, i), a);
@@ -298,13 +311,36 @@ static void sut_write(Thpd *t, World *w, int i, const char *writer, int64_t v) {
 
 /* ---- the reference ---- */
 
+/* Whether a source wants the item: the policy (its unit runs), the override, the mitigation. */
+static bool ref_wanted(const Ref *r, int i) {
+        switch (i) {
+        case KNOB:
+                return r->override != KNOB_VALUE_UNSET || r->unit_running;
+        case DEFRAG:
+                return r->mitigation;
+        default:
+                return r->unit_running;
+        }
+}
+
+static int64_t ref_target(const Ref *r, int i) {
+        const RefItem *it = &r->items[i];
+
+        switch (i) {
+        case KNOB:
+                return r->override != KNOB_VALUE_UNSET ? r->override : r->unit_running ? POLICY.knobs[E] : it->baseline;
+        case DEFRAG:
+                return r->mitigation ? MITIGATION : it->baseline;
+        default:
+                return it->baseline + (r->unit_running ? POOL_PAGES : 0);
+        }
+}
+
 static void ref_apply(Ref *r) {
         for (int i = 0; i < N_ITEMS; i++) {
                 RefItem *it = &r->items[i];
-                bool held = i == KNOB ? r->override != KNOB_VALUE_UNSET || r->unit_running : r->unit_running;
-                int64_t target = i == POOL ? it->baseline + (r->unit_running ? POOL_PAGES : 0)
-                                 : r->override != KNOB_VALUE_UNSET ? r->override
-                                 : r->unit_running ? POLICY.knobs[E] : it->baseline;
+                bool held = ref_wanted(r, i);
+                int64_t target = ref_target(r, i);
 
                 if (it->owner == OWNER_WRITER)
                         continue;
@@ -324,7 +360,7 @@ static void ref_apply(Ref *r) {
 
 static void ref_write(Ref *r, int i, bool tuned, int64_t v) {
         RefItem *it = &r->items[i];
-        bool held = (i == KNOB && r->override != KNOB_VALUE_UNSET) || r->unit_running || it->owner != OWNER_BASELINE;
+        bool held = ref_wanted(r, i) || it->owner != OWNER_BASELINE;
         unsigned *restores = tuned ? &it->restores_tuned : &it->restores_admin;
 
         if (v == it->kernel)
@@ -369,7 +405,9 @@ static bool ref_tuned_stops(Ref *r) {
 
 /* A start with the records of the last instance; changed[i]: written while thpd was down. */
 static void ref_restart(Ref *r, const bool changed[N_ITEMS]) {
+        /* Memory: a storm still raging is mitigated again once the new instance sees it. */
         r->override = KNOB_VALUE_UNSET;
+        r->mitigation = false;
         for (int i = 0; i < N_ITEMS; i++) {
                 RefItem *it = &r->items[i];
 
@@ -402,13 +440,15 @@ typedef enum Event {
         EV_RELOAD,
         EV_OVERRIDE,
         EV_OVERRIDE_EXPIRES,
+        EV_STORM_MITIGATED,
+        EV_STORM_CLEARS,
         _EV_MAX,
 } Event;
 
 static const char *const event_names[_EV_MAX] = {
         "unit starts", "unit stops", "admin writes", "TuneD writes", "TuneD writes again and again", "TuneD stops",
         "next write fails", "SIGKILL, restart", "SIGKILL, admin writes, restart", "SIGKILL, TuneD stops, restart",
-        "SIGTERM, start", "reload", "override", "override expires",
+        "SIGTERM, start", "reload", "override", "override expires", "storm mitigated", "storm clears",
 };
 
 static void run_event(Thpd *t, World *w, Ref *r, Event e, int i, int64_t v, KnobValue word) {
@@ -478,6 +518,7 @@ static void run_event(Thpd *t, World *w, Ref *r, Event e, int i, int64_t v, Knob
                 if (!failed && !yielded) {
                         /* The records went: a first start. */
                         r->override = KNOB_VALUE_UNSET;
+                        r->mitigation = false;
                         for (int n = 0; n < N_ITEMS; n++)
                                 r->items[n] = (RefItem) { .kernel = r->items[n].kernel, .baseline = r->items[n].kernel,
                                                           .fail_next = r->items[n].fail_next };
@@ -502,6 +543,13 @@ static void run_event(Thpd *t, World *w, Ref *r, Event e, int i, int64_t v, Knob
                 sut_apply(t, w);
                 ref_apply(r);
                 break;
+        case EV_STORM_MITIGATED:
+        case EV_STORM_CLEARS:
+                r->mitigation = e == EV_STORM_MITIGATED;
+                t->mitigation = r->mitigation ? MITIGATION : KNOB_VALUE_UNSET;
+                sut_apply(t, w);
+                ref_apply(r);
+                break;
         default:
                 abort();
         }
@@ -513,7 +561,7 @@ static uint64_t event_counts[_EV_MAX], conflicts_begun;
 /* Runs one sequence; returns the number of the first event after which the two differ (1-based),
  * or 0, with the events in trace. */
 static unsigned run_sequence(unsigned seed, unsigned n_events, GString *trace) {
-        World w = { .record = g_string_new(NULL), .kernel = { WORDS[1], 0 } };
+        World w = { .record = g_string_new(NULL), .kernel = { WORDS[1], DEFRAG_WORDS[3], 0 } };
         Ref r = { .override = KNOB_VALUE_UNSET };
         Thpd t = {};
         unsigned diverged = 0;
@@ -527,8 +575,13 @@ static unsigned run_sequence(unsigned seed, unsigned n_events, GString *trace) {
                 Event e = (Event) g_rand_int_range(rand, 0, _EV_MAX);
                 int i = g_rand_int_range(rand, 0, N_ITEMS);
                 KnobValue word = WORDS[g_rand_int_range(rand, 0, 3)];
-                int64_t v = i == KNOB ? word : PAGES[g_rand_int_range(rand, 0, 4)];
-                Owner before[N_ITEMS] = { r.items[KNOB].owner, r.items[POOL].owner };
+                int64_t v = i == KNOB     ? word
+                            : i == DEFRAG ? DEFRAG_WORDS[g_rand_int_range(rand, 0, 5)]
+                                          : PAGES[g_rand_int_range(rand, 0, 4)];
+                Owner before[N_ITEMS];
+
+                for (int j = 0; j < N_ITEMS; j++)
+                        before[j] = r.items[j].owner;
                 char buf[24];
 
                 run_event(&t, &w, &r, e, i, v, word);
@@ -588,10 +641,15 @@ int main(void) {
         Suite *s = suite_create("ownership-model");
         TCase *tc = tcase_create("model");
         const char *words[] = { "always", "madvise", "never" };
+        const char *defrag_words[] = { "always", "defer", "defer+madvise", "madvise", "never" };
 
         for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
                 if (knob_value_from_string(E, words[i], &WORDS[i]) < 0)
                         abort();
+        for (size_t i = 0; i < G_N_ELEMENTS(defrag_words); i++)
+                if (knob_value_from_string(KNOB_DEFRAG, defrag_words[i], &DEFRAG_WORDS[i]) < 0)
+                        abort();
+        MITIGATION = DEFRAG_WORDS[1];
         POLICY = (Policy) { .name = (char *) "app.conf", .path = (char *) "/etc/thpd/policy.d/app.conf" };
         FOREACH_KNOB(k)
                 POLICY.knobs[k] = KNOB_VALUE_UNSET;
