@@ -20,6 +20,18 @@ IsolationProcess isolation_classify_process(bool thp_enabled, const char *comm, 
         return ISOLATION_PROCESS_ENABLED;
 }
 
+IsolationState isolation_before_asking(KnobValue mode, ScopeVia via) {
+        return via == SCOPE_VIA_NONE && mode != KNOB_ENABLED_NEVER ? ISOLATION_NOT_ISOLATED : ISOLATION_CHECKING;
+}
+
+IsolationState isolation_judge(KnobValue mode, const IsolationFound *found) {
+        if (found->enabled > 0)
+                return mode == KNOB_ENABLED_NEVER ? ISOLATION_NOT_ISOLATED : ISOLATION_UNVERIFIED;
+        if (found->disabled + found->starting == 0)
+                return ISOLATION_UNVERIFIED;
+        return ISOLATION_ISOLATED;
+}
+
 static const char *const isolation_state_table[_ISOLATION_STATE_MAX] = {
         [ISOLATION_CHECKING] = "checking",
         [ISOLATION_ISOLATED] = "isolated",

@@ -47,6 +47,24 @@ typedef enum IsolationProcess {
  * drop-in a process still starting keeps THP: nothing on its way sets it. */
 IsolationProcess isolation_classify_process(bool thp_enabled, const char *comm, ScopeVia via);
 
+/* What one check of a unit's processes found, each process as isolation_classify_process()
+ * says. */
+typedef struct IsolationFound {
+        unsigned disabled; /* ISOLATION_PROCESS_DISABLED */
+        unsigned starting; /* ISOLATION_PROCESS_STARTING */
+        unsigned enabled;  /* ISOLATION_PROCESS_ENABLED */
+} IsolationFound;
+
+/* Before its processes are asked, for a unit whose policy asks its processes for mode (never or
+ * madvise) through via: ISOLATION_CHECKING when they can tell, ISOLATION_NOT_ISOLATED when no
+ * drop-in took THP from a madvise unit, which its processes could not show. */
+IsolationState isolation_before_asking(KnobValue mode, ScopeVia via);
+/* What the processes found tell. THP_enabled: shows only the full disable (never): under madvise
+ * (PR_THP_DISABLE_EXCEPT_ADVISED) a process reads 1 as it does with THP on, so there a process
+ * with THP_enabled: 1 leaves the unit unverified rather than not isolated. No process read is
+ * unverified too; any process read and none with THP, isolated. */
+IsolationState isolation_judge(KnobValue mode, const IsolationFound *found);
+
 const char *isolation_state_to_string(IsolationState s);
 Isolation *isolation_free(Isolation *i);
 /* For the tables of isolation answers (GDestroyNotify). */

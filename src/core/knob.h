@@ -40,6 +40,14 @@ typedef enum KnobKind {
 typedef int64_t KnobValue;
 #define KNOB_VALUE_UNSET INT64_C(-1)
 
+/* The words of "enabled" (and of the per-size enabled knobs, which add "inherit") as values,
+ * for the rules that tell them apart: strictest first, as knob.c lists them. */
+enum {
+        KNOB_ENABLED_NEVER,
+        KNOB_ENABLED_MADVISE,
+        KNOB_ENABLED_ALWAYS,
+};
+
 /* The word index of "inherit" in per-size enabled knobs: it takes the strictness of the global
  * "enabled" value it inherits. */
 #define KNOB_MTHP_INHERIT 3

@@ -26,6 +26,15 @@ static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_en
         }
 }
 
+/* Whether a votes on k: the one rule for the value resolve() gives and for its explanation. */
+static bool policy_votes(const ActivePolicy *a, Knob k) {
+        return !a->pool_only && a->policy->knobs[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k);
+}
+
+static Source policy_source(const ActivePolicy *a) {
+        return (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit };
+}
+
 /* With the policies' votes in t: the override wins outright, storm mitigation votes last, and
  * the baseline stands where nobody voted. */
 static void finish_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
@@ -66,10 +75,8 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                 for (uint64_t left = range & ~a->policy->unset_knobs; left != 0; left &= left - 1) {
                         Knob k = (Knob) __builtin_ctzll(left);
 
-                        if (votes[k] != KNOB_VALUE_UNSET && !resolve_withdrawn(a, k))
-                                vote(k, votes[k],
-                                     (Source) { .kind = SOURCE_POLICY, .policy = a->policy, .unit = a->unit },
-                                     global_enabled, &t->value[k], &t->source[k]);
+                        if (policy_votes(a, k))
+                                vote(k, votes[k], policy_source(a), global_enabled, &t->value[k], &t->source[k]);
                 }
         }
         for (Knob k = first; k < end; k++)
@@ -110,15 +117,13 @@ void resolve_per_service(ActivePolicy *active, size_t n_active) {
 }
 
 bool resolve_withdrawn(const ActivePolicy *a, Knob k) {
-        KnobValue never;
-
         if (!a->per_service)
                 return false;
         if (k == KNOB_ENABLED || knob_is_mthp(k))
                 return true;
         if (k == KNOB_SHMEM_ENABLED)
                 return false;
-        return knob_value_from_string(KNOB_ENABLED, "never", &never) >= 0 && a->policy->service_thp == never;
+        return a->policy->service_thp == KNOB_ENABLED_NEVER;
 }
 
 static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
@@ -169,6 +174,32 @@ void resolve(const ResolveInput *in, Target *ret) {
 
         for (size_t i = 0; i < ret->n_pools; i++)
                 ret->pools[i].pages = add_saturating(ret->pools[i].baseline, ret->pools[i].requested);
+}
+
+static void add_vote(GArray *votes, const Target *t, Knob k, KnobValue value, Source source) {
+        const Source *won = &t->source[k];
+        Vote v = {
+                .value = value,
+                .source = source,
+                .winning = won->kind == source.kind && won->policy == source.policy,
+        };
+
+        g_array_append_val(votes, v);
+}
+
+GArray *resolve_votes(const ResolveInput *in, const Target *t, Knob k) {
+        GArray *votes = g_array_new(FALSE, FALSE, sizeof(Vote));
+
+        if (in->baseline && in->baseline[k] != KNOB_VALUE_UNSET)
+                add_vote(votes, t, k, in->baseline[k], (Source) { .kind = SOURCE_BASELINE });
+        for (size_t i = 0; i < in->n_active; i++)
+                if (policy_votes(&in->active[i], k))
+                        add_vote(votes, t, k, in->active[i].policy->knobs[k], policy_source(&in->active[i]));
+        if (in->mitigation && in->mitigation[k] != KNOB_VALUE_UNSET)
+                add_vote(votes, t, k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION });
+        if (in->override && in->override[k] != KNOB_VALUE_UNSET)
+                add_vote(votes, t, k, in->override[k], (Source) { .kind = SOURCE_OVERRIDE });
+        return votes;
 }
 
 const PoolTarget *target_find_pool(const Target *t, uint64_t page_size_kb, int node) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <glib.h>
+
 #include "knob.h"
 #include "policy.h"
 
@@ -95,5 +97,19 @@ bool resolve_withdrawn(const ActivePolicy *a, Knob k);
  * the sum of active policies' pools per (page size, node); baseline pools with no policy are
  * listed too, so restoring them is the same code path. */
 void resolve(const ResolveInput *in, Target *ret);
+
+/* One vote on a knob, as resolve() weighed it. */
+typedef struct Vote {
+        KnobValue value;
+        Source source; /* policy and unit borrowed from the input */
+        bool winning;  /* the one resolve() took */
+} Vote;
+
+/* The votes on k that resolve(in) weighs, for explanations: the baseline, the active policies
+ * that vote on k (not those holding only a pool, nor a vote withdrawn per service) in policy
+ * order, storm mitigation, the override; each offered, whether or not it was counted (the
+ * override outvotes mitigation without weighing it). t is what resolve(in) gave: the vote it took
+ * is marked winning. Returns a GArray of Vote. */
+GArray *resolve_votes(const ResolveInput *in, const Target *t, Knob k);
 
 const PoolTarget *target_find_pool(const Target *t, uint64_t page_size_kb, int node);

@@ -334,7 +334,10 @@ static void knob_change_clear(gpointer p) {
         g_free(c->reason);
 }
 
-static void remember_per_service(Manager *m, const Plan *p) {
+/* What resolve() weighed, kept with the target it gave. */
+static void remember_active(Manager *m, const Plan *p) {
+        g_clear_pointer(&m->active, g_array_unref);
+        m->active = g_array_ref(p->active);
         g_hash_table_remove_all(m->per_service);
         for (guint i = 0; i < p->active->len; i++) {
                 const ActivePolicy *a = &g_array_index(p->active, ActivePolicy, i);
@@ -376,7 +379,7 @@ void manager_apply(Manager *m) {
                 }, &m->target, &p);
         /* The released names are the selection's: the plan is done with them. */
         candidates_commit(&m->candidates, &o.candidates, &p, manager_units_known(m));
-        remember_per_service(m, &p);
+        remember_active(m, &p);
         if (m->target.pools_truncated)
                 log_warning("More hugetlb pools requested than thpd tracks (%d); some are ignored.", RESOLVE_MAX_POOLS);
 

@@ -196,50 +196,28 @@ static int knob_from_caller(const Manager *m, const char *name, Knob *ret, sd_bu
         return 0;
 }
 
-static int append_vote(sd_bus_message *reply, Knob k, KnobValue v, SourceKind kind, const char *policy,
-                       const char *unit, bool wins) {
-        char buf[24];
-
-        return sd_bus_message_append(reply, "(sssssb)", knob_name(k), knob_value_to_string(k, v, buf),
-                                     source_kind_to_string(kind), policy ?: "", unit ?: "", wins);
-}
-
+/* The votes on k as the resolver weighed them at the last apply (resolve_votes()). */
 static int append_votes(const Manager *m, sd_bus_message *reply, Knob k, const KnobValue baseline[_KNOB_MAX]) {
-        const Source *s = &m->target.source[k];
-        int r;
+        const ResolveInput in = {
+                .baseline = baseline,
+                .active = m->active ? (const ActivePolicy *) m->active->data : NULL,
+                .n_active = m->active ? m->active->len : 0,
+                .mitigation = m->mitigation,
+                .override = m->override,
+        };
+        g_autoptr(GArray) votes = resolve_votes(&in, &m->target, k);
+        int r = 0;
 
-        if (baseline[k] != KNOB_VALUE_UNSET) {
-                r = append_vote(reply, k, baseline[k], SOURCE_BASELINE, NULL, NULL, s->kind == SOURCE_BASELINE);
-                if (r < 0)
-                        return r;
-        }
-        for (guint i = 0; i < m->policies->len; i++) {
-                const Policy *p = g_ptr_array_index(m->policies, i);
-                PolicyRuntime *rt = bus_policy_runtime(m, p->name);
+        for (guint i = 0; r >= 0 && i < votes->len; i++) {
+                const Vote *v = &g_array_index(votes, Vote, i);
+                char buf[24];
 
-                if (p->knobs[k] == KNOB_VALUE_UNSET || !rt || !rt->active)
-                        continue;
-                /* A Scope=auto policy met per service cast no vote on the knobs it withdrew. */
-                if (g_hash_table_contains(m->per_service, p->name) &&
-                    resolve_withdrawn(&(ActivePolicy) { .policy = p, .per_service = true }, k))
-                        continue;
-                r = append_vote(reply, k, p->knobs[k], SOURCE_POLICY, p->name,
-                                rt->units->len > 0 ? g_ptr_array_index(rt->units, 0) : NULL,
-                                s->kind == SOURCE_POLICY && s->policy == p);
-                if (r < 0)
-                        return r;
+                r = sd_bus_message_append(reply, "(sssssb)", knob_name(k), knob_value_to_string(k, v->value, buf),
+                                          source_kind_to_string(v->source.kind),
+                                          v->source.policy ? v->source.policy->name : "", v->source.unit ?: "",
+                                          v->winning);
         }
-        if (m->mitigation[k] != KNOB_VALUE_UNSET) {
-                r = append_vote(reply, k, m->mitigation[k], SOURCE_MITIGATION, NULL, NULL, s->kind == SOURCE_MITIGATION);
-                if (r < 0)
-                        return r;
-        }
-        if (m->override[k] != KNOB_VALUE_UNSET) {
-                r = append_vote(reply, k, m->override[k], SOURCE_OVERRIDE, NULL, NULL, s->kind == SOURCE_OVERRIDE);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return r;
 }
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

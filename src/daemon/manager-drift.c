@@ -13,6 +13,7 @@
 #include "manager-ownership.h"
 #include "manager-pools.h"
 #include "sysfs.h"
+#include "unit-state.h"
 #include "util.h"
 #include "writer-watch.h"
 
@@ -209,18 +210,17 @@ static void pending_restore_clear(gpointer p) {
 
 static void on_writer_state(const char *unit, int r, const char *active_state, bool reached_active, void *userdata) {
         Manager *m = userdata;
+        UnitSettled settled;
         bool running;
 
         if (r < 0) {
                 log_debug_errno(r, "Cannot tell whether %s stopped: %m", unit);
                 return;
         }
-        /* Not "activating": a oneshot writer is seen at its write while it runs its job, and
-         * it has not stopped when it exits: its conflict lasts until a reload. Nor
-         * "deactivating": a writer may write once more as it stops, as TuneD does. */
-        running = streq(active_state, "active") || streq(active_state, "reloading");
-        if (!running && !streq(active_state, "inactive") && !streq(active_state, "failed"))
+        settled = unit_state_settled(active_state);
+        if (settled == UNIT_SETTLED_NO)
                 return;
+        running = settled == UNIT_SETTLED_RUNNING;
         if (running)
                 log_debug("%s runs: its conflict ends when it stops.", unit);
         if (!drift_writer_state(&m->drift, unit, running, reached_active))

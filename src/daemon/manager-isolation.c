@@ -63,13 +63,15 @@ static void read_via(const Manager *m, Isolation *i) {
         }
 }
 
-/* Reads THP_enabled of each process in the reply: one that keeps THP is enough to say the
- * unit is not isolated (isolation_classify_process() tells one still starting). */
+/* Reads THP_enabled of each process in the reply until one keeps THP, which is enough to say
+ * what the unit is (isolation_judge()); then says what was found. */
 static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
         g_autoptr(GArray) processes = NULL;
-        char buf[24];
-        const char *mode = knob_value_to_string(KNOB_ENABLED, i->mode, buf);
-        unsigned n = 0, unreadable = 0, starting = 0;
+        IsolationFound found = {};
+        const UnitProcess *with_thp = NULL;
+        unsigned unreadable = 0;
+        IsolationState state;
+        char *note;
         int r;
 
         r = unit_processes_read(reply, &processes);
@@ -77,7 +79,7 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                 set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot read its processes: %s", strerror(-r)));
                 return;
         }
-        for (guint k = 0; k < processes->len; k++) {
+        for (guint k = 0; k < processes->len && !with_thp; k++) {
                 const UnitProcess *p = &g_array_index(processes, UnitProcess, k);
                 ProcThpStatus st;
 
@@ -86,43 +88,46 @@ static void judge(Manager *m, Isolation *i, sd_bus_message *reply) {
                         unreadable++;
                         continue;
                 }
-                n++;
                 switch (isolation_classify_process(st.thp_enabled, st.name, i->via)) {
                 case ISOLATION_PROCESS_DISABLED:
-                        continue;
+                        found.disabled++;
+                        break;
                 case ISOLATION_PROCESS_STARTING:
-                        starting++;
-                        continue;
+                        found.starting++;
+                        break;
                 default:
+                        found.enabled++;
+                        with_thp = p;
                         break;
                 }
-                /* With madvise the kernel shows 1 whether or not the process runs under
-                 * PR_THP_DISABLE_EXCEPT_ADVISED: only the full disable it fell back to shows. */
-                if (!streq(mode, "never")) {
-                        set_state(i, ISOLATION_UNVERIFIED,
-                                  g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %d, %s, "
-                                                  "has THP_enabled: 1)", (int) p->pid, p->cmdline));
-                        return;
-                }
-                set_state(i, ISOLATION_NOT_ISOLATED,
-                          i->via == SCOPE_VIA_NONE
-                                  ? g_strdup_printf("PID %d (%s) has THP_enabled: 1; thpd-generator wrote no drop-in "
-                                                    "for it (a transient unit, or one installed after the last "
-                                                    "daemon-reload)", (int) p->pid, p->cmdline)
-                                  : g_strdup_printf("PID %d (%s) has THP_enabled: 1; it started before "
-                                                    "thpd-generator's drop-in took effect", (int) p->pid, p->cmdline));
-                return;
         }
-        if (n == 0)
-                set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("no process could be read (%u gone or without "
-                                                                   "THP_enabled:)", unreadable));
-        else if (starting > 0)
-                set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0, %u starting "
-                                                                 "through %s", n - starting, starting,
-                                                                 i->via == SCOPE_VIA_HELPER ? "thpd-exec"
-                                                                                            : "the service manager"));
-        else
-                set_state(i, ISOLATION_ISOLATED, g_strdup_printf("%u process(es) with THP_enabled: 0", n));
+
+        state = isolation_judge(i->mode, &found);
+        switch (state) {
+        case ISOLATION_NOT_ISOLATED:
+                note = i->via == SCOPE_VIA_NONE
+                               ? g_strdup_printf("PID %d (%s) has THP_enabled: 1; thpd-generator wrote no drop-in "
+                                                 "for it (a transient unit, or one installed after the last "
+                                                 "daemon-reload)", (int) with_thp->pid, with_thp->cmdline)
+                               : g_strdup_printf("PID %d (%s) has THP_enabled: 1; it started before "
+                                                 "thpd-generator's drop-in took effect", (int) with_thp->pid,
+                                                 with_thp->cmdline);
+                break;
+        case ISOLATION_UNVERIFIED:
+                note = with_thp ? g_strdup_printf("Enabled=madvise does not show in /proc/PID/status (PID %d, %s, "
+                                                  "has THP_enabled: 1)", (int) with_thp->pid, with_thp->cmdline)
+                                : g_strdup_printf("no process could be read (%u gone or without THP_enabled:)",
+                                                  unreadable);
+                break;
+        default:
+                note = found.starting > 0
+                               ? g_strdup_printf("%u process(es) with THP_enabled: 0, %u starting through %s",
+                                                 found.disabled, found.starting,
+                                                 i->via == SCOPE_VIA_HELPER ? "thpd-exec" : "the service manager")
+                               : g_strdup_printf("%u process(es) with THP_enabled: 0", found.disabled);
+                break;
+        }
+        set_state(i, state, note);
 }
 
 static int on_processes_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -163,7 +168,6 @@ static void ask_processes(Manager *m, Isolation *i) {
 static void check(Manager *m, const IsolationRequest *req) {
         const Policy *p = req->policy;
         Isolation *i = g_new0(Isolation, 1);
-        char buf[24];
 
         *i = (Isolation) {
                 .unit = g_strdup(req->unit),
@@ -176,9 +180,7 @@ static void check(Manager *m, const IsolationRequest *req) {
         g_hash_table_replace(m->isolation, i->unit, i);
         read_via(m, i);
 
-        /* A madvise process looks like any other to the kernel: without a drop-in nothing took
-         * THP from it, and its processes could not tell. */
-        if (i->via == SCOPE_VIA_NONE && !streq(knob_value_to_string(KNOB_ENABLED, p->service_thp, buf), "never"))
+        if (isolation_before_asking(i->mode, i->via) == ISOLATION_NOT_ISOLATED)
                 set_state(i, ISOLATION_NOT_ISOLATED,
                           g_strdup("thpd-generator wrote no drop-in for it (a transient unit, or one installed after "
                                    "the last daemon-reload)"));

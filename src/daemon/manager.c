@@ -107,6 +107,7 @@ Manager *manager_free(Manager *m) {
         g_array_unref(m->pools);
         g_hash_table_destroy(m->isolation);
         g_hash_table_destroy(m->per_service);
+        g_clear_pointer(&m->active, g_array_unref);
         g_array_unref(m->listeners);
         knob_files_close(&m->knob_files);
         pool_files_close(&m->pool_files);

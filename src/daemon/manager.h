@@ -92,6 +92,9 @@ typedef struct Manager {
         uint64_t override_expires_realtime; /* 0: until cleared */
         KnobValue mitigation[_KNOB_MAX];
         Target target;
+        /* ActivePolicy: what the last apply's resolve() weighed into target, for Explain. Like
+         * target it points into the policies and the plan's state until the next apply. */
+        GArray *active;
         GArray *pools;                 /* PoolStatus */
         GHashTable *isolation;         /* unit -> Isolation*: running units of Scope=service policies */
 

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "thpd-bus.h"
 #include "unit-processes.h"
+#include "unit-state.h"
 #include "units.h"
 #include "util.h"
 
@@ -51,29 +52,28 @@ static void tracked_unit_free(gpointer p) {
 }
 
 static bool is_exited(const TrackedUnit *u) {
-        return streq_ptr(u->sub_state, "exited");
+        return unit_sub_state_exited(u->sub_state);
 }
 
-/* A service that stays "active" after its main process is gone (RemainAfterExit=yes, e.g.
- * Debian's postgresql.service umbrella that only starts the clusters) runs nothing a policy
- * could be for, unless it left processes behind: "exited" only says the main process ended. */
-static bool has_exited(const TrackedUnit *u) {
-        return is_exited(u) && !u->exited_with_processes;
+static UnitFacts unit_facts(const TrackedUnit *u) {
+        return (UnitFacts) {
+                .active_state = u->active_state,
+                .sub_state = u->sub_state,
+                .start_job = u->start_job != 0,
+                .exited_with_processes = u->exited_with_processes,
+        };
 }
 
 bool tracked_unit_is_wanted(const TrackedUnit *u) {
-        if (u->start_job != 0)
-                return true;
-        if (!u->active_state)
-                return false;
-        if (streq(u->active_state, "activating") || streq(u->active_state, "reloading"))
-                return true;
-        return streq(u->active_state, "active") && !has_exited(u);
+        UnitFacts f = unit_facts(u);
+
+        return unit_state_wanted(&f);
 }
 
 bool tracked_unit_is_running(const TrackedUnit *u) {
-        return u->start_job == 0 && u->active_state && !has_exited(u) &&
-               (streq(u->active_state, "active") || streq(u->active_state, "reloading"));
+        UnitFacts f = unit_facts(u);
+
+        return unit_state_running(&f);
 }
 
 GHashTable *unit_tracker_units(const UnitTracker *t) {
@@ -165,10 +165,7 @@ static bool set_state(TrackedUnit *u, const char *active_state, const char *sub_
         bool changed = false;
 
         if (active_state && !streq_ptr(u->active_state, active_state)) {
-                if (u->active_state && (streq(active_state, "deactivating") || streq(active_state, "inactive") ||
-                                        streq(active_state, "failed")) &&
-                    !streq(u->active_state, "deactivating") && !streq(u->active_state, "inactive") &&
-                    !streq(u->active_state, "failed"))
+                if (unit_state_stopped(u->active_state, active_state))
                         u->stops++;
                 g_free(u->active_state);
                 u->active_state = g_strdup(active_state);
@@ -243,11 +240,6 @@ static int read_string_variant(sd_bus_message *m, const char **ret) {
         return sd_bus_message_read(m, "s", ret);
 }
 
-static bool job_type_is_start(const char *type) {
-        return streq(type, "start") || streq(type, "restart") || streq(type, "try-restart") ||
-               streq(type, "reload-or-start") || streq(type, "verify-active");
-}
-
 static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitCall *c = userdata;
         UnitTracker *t = c->tracker;
@@ -260,7 +252,7 @@ static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *er
         u = g_hash_table_lookup(t->units, c->unit);
         if (!u || read_string_variant(m, &type) < 0)
                 return 0;
-        if (job_type_is_start(type)) {
+        if (unit_job_type_is_start(type)) {
                 if (u->start_job != c->job) {
                         u->start_job = c->job;
                         notify_unit(t, u, true);
@@ -546,7 +538,7 @@ static int on_list_units_reply(sd_bus_message *m, void *userdata, sd_bus_error *
                         continue;
                 u = track(t, name, path);
                 (void) set_state(u, active, sub);
-                if (job_id != 0 && job_type_is_start(job_type))
+                if (job_id != 0 && unit_job_type_is_start(job_type))
                         u->start_job = job_id;
                 const TrackedUnit *prev = g_hash_table_lookup(before, name);
 
@@ -862,6 +854,5 @@ int unit_tracker_restart_queued_for_pid(UnitTracker *t, pid_t pid) {
         r = sd_bus_message_read(type, "v", "s", &job_type);
         if (r < 0)
                 return r;
-        /* The manager runs a restart job as "restart" until the stop half is done. */
-        return streq(job_type, "restart") || streq(job_type, "try-restart") || streq(job_type, "reload-or-restart");
+        return unit_job_type_is_restart(job_type);
 }

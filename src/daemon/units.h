@@ -92,9 +92,6 @@ bool unit_tracker_has_answered(const UnitTracker *t);
 /* name -> TrackedUnit* */
 GHashTable *unit_tracker_units(const UnitTracker *t);
 
-/* A start job queued, activating, reloading, or active with processes: a service that has
- * exited but stays active (RemainAfterExit=yes) counts only while it left processes behind. */
+/* unit_state_wanted() and unit_state_running() (core/unit-state.h) of what the tracker holds. */
 bool tracked_unit_is_wanted(const TrackedUnit *u);
-/* Running already (active/reloading) with no start job: a policy applied now comes too late
- * for the memory it has mapped. */
 bool tracked_unit_is_running(const TrackedUnit *u);

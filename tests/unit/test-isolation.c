@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "isolation.h"
 #include "test-util.h"
+#include "util.h"
 
 /* A process not at its command yet counts as on its way to the drop-in's setting, but only
  * where there is a drop-in: without one nothing on its way disables THP (the loop of stop 40
@@ -30,7 +31,67 @@ START_TEST(test_process_classified) {
 }
 END_TEST
 
+/* Without a drop-in nothing took THP from a madvise unit, and its processes could not show it;
+ * a never unit's processes can, whichever way they were isolated. */
+START_TEST(test_before_asking) {
+        static const ScopeVia vias[] = { SCOPE_VIA_MEMORY_THP, SCOPE_VIA_HELPER };
+
+        ck_assert_int_eq(isolation_before_asking(KNOB_ENABLED_MADVISE, SCOPE_VIA_NONE), ISOLATION_NOT_ISOLATED);
+        ck_assert_int_eq(isolation_before_asking(KNOB_ENABLED_NEVER, SCOPE_VIA_NONE), ISOLATION_CHECKING);
+        for (size_t i = 0; i < ELEMENTSOF(vias); i++) {
+                ck_assert_int_eq(isolation_before_asking(KNOB_ENABLED_NEVER, vias[i]), ISOLATION_CHECKING);
+                ck_assert_int_eq(isolation_before_asking(KNOB_ENABLED_MADVISE, vias[i]), ISOLATION_CHECKING);
+        }
+}
+END_TEST
+
+typedef struct JudgeCase {
+        KnobValue mode;
+        IsolationFound found;
+        IsolationState state;
+} JudgeCase;
+
+/* THP_enabled: shows the full disable only: a process with THP under madvise is unverified, under
+ * never it is not isolated. */
+START_TEST(test_judge) {
+        static const JudgeCase cases[] = {
+                { KNOB_ENABLED_NEVER, { .disabled = 3 }, ISOLATION_ISOLATED },
+                { KNOB_ENABLED_NEVER, { .disabled = 1, .starting = 2 }, ISOLATION_ISOLATED },
+                { KNOB_ENABLED_NEVER, { .starting = 1 }, ISOLATION_ISOLATED },
+                { KNOB_ENABLED_NEVER, { .disabled = 3, .enabled = 1 }, ISOLATION_NOT_ISOLATED },
+                { KNOB_ENABLED_NEVER, { .enabled = 1 }, ISOLATION_NOT_ISOLATED },
+                { KNOB_ENABLED_NEVER, {}, ISOLATION_UNVERIFIED },
+                /* madvise that fell back to the full disable shows as never does. */
+                { KNOB_ENABLED_MADVISE, { .disabled = 2 }, ISOLATION_ISOLATED },
+                { KNOB_ENABLED_MADVISE, { .disabled = 1, .starting = 1 }, ISOLATION_ISOLATED },
+                { KNOB_ENABLED_MADVISE, { .disabled = 2, .enabled = 1 }, ISOLATION_UNVERIFIED },
+                { KNOB_ENABLED_MADVISE, { .enabled = 1 }, ISOLATION_UNVERIFIED },
+                { KNOB_ENABLED_MADVISE, {}, ISOLATION_UNVERIFIED },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ck_assert_msg(isolation_judge(cases[i].mode, &cases[i].found) == cases[i].state, "case %zu: %s, got %s", i,
+                              isolation_state_to_string(cases[i].state),
+                              isolation_state_to_string(isolation_judge(cases[i].mode, &cases[i].found)));
+}
+END_TEST
+
+/* The mode is a policy's Enabled= as parsed, not a word compared as text. */
+START_TEST(test_judge_parsed_mode) {
+        const IsolationFound with_thp = { .enabled = 1 };
+        KnobValue never, madvise;
+
+        ck_assert_int_eq(knob_value_from_string(KNOB_ENABLED, "never", &never), 0);
+        ck_assert_int_eq(knob_value_from_string(KNOB_ENABLED, "madvise", &madvise), 0);
+        ck_assert_int_eq(isolation_judge(never, &with_thp), ISOLATION_NOT_ISOLATED);
+        ck_assert_int_eq(isolation_judge(madvise, &with_thp), ISOLATION_UNVERIFIED);
+        ck_assert_int_eq(isolation_before_asking(madvise, SCOPE_VIA_NONE), ISOLATION_NOT_ISOLATED);
+        ck_assert_int_eq(isolation_before_asking(never, SCOPE_VIA_NONE), ISOLATION_CHECKING);
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("isolation", "core", NULL, NULL,
-                                         test_process_classified));
+                                         test_process_classified, test_before_asking, test_judge,
+                                         test_judge_parsed_mode));
 }

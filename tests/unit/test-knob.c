@@ -69,6 +69,28 @@ START_TEST(test_sysfs_syntax) {
 }
 END_TEST
 
+/* The rules that name a word of enabled by its value must mean the word the kernel shows. */
+START_TEST(test_enabled_words) {
+        static const struct {
+                const char *word;
+                KnobValue value;
+        } words[] = {
+                { "never", KNOB_ENABLED_NEVER },
+                { "madvise", KNOB_ENABLED_MADVISE },
+                { "always", KNOB_ENABLED_ALWAYS },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(words); i++) {
+                KnobValue v;
+
+                ck_assert_int_eq(knob_value_from_string(KNOB_ENABLED, words[i].word, &v), 0);
+                ck_assert_int_eq(v, words[i].value);
+                ck_assert_int_eq(knob_value_from_string(KNOB_MTHP_FIRST + 4, words[i].word, &v), 0);
+                ck_assert_int_eq(v, words[i].value);
+        }
+}
+END_TEST
+
 START_TEST(test_strictness) {
         KnobValue never, madvise, always, defer, inherit;
 
@@ -98,5 +120,6 @@ int main(void) {
                                          test_names_round_trip,
                                          test_values,
                                          test_sysfs_syntax,
+                                         test_enabled_words,
                                          test_strictness));
 }

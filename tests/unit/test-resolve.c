@@ -460,6 +460,263 @@ START_TEST(test_auto_madvise_withdraws_only_enabled) {
 }
 END_TEST
 
+/* --- Explanations: the votes resolve_votes() gives are those resolve() weighed --- */
+
+/* Replays override > strictest(policies, mitigation; ties to the earlier) > baseline over the
+ * votes alone, and checks that the vote it picks is the one marked winning, with the value and
+ * source resolve() gave. */
+static void assert_votes_agree(const ResolveInput *in, const Target *t) {
+        FOREACH_KNOB(k) {
+                g_autoptr(GArray) votes = resolve_votes(in, t, k);
+                KnobValue global = k == KNOB_ENABLED ? KNOB_VALUE_UNSET : t->value[KNOB_ENABLED];
+                const Vote *pick = NULL, *winning = NULL, *base = NULL, *override = NULL;
+
+                for (guint i = 0; i < votes->len; i++) {
+                        const Vote *v = &g_array_index(votes, Vote, i);
+
+                        ck_assert_int_ne(v->value, KNOB_VALUE_UNSET);
+                        if (v->winning) {
+                                ck_assert_msg(!winning, "%s: two winning votes", knob_name(k));
+                                winning = v;
+                        }
+                        switch (v->source.kind) {
+                        case SOURCE_BASELINE:
+                                base = v;
+                                break;
+                        case SOURCE_OVERRIDE:
+                                override = v;
+                                break;
+                        case SOURCE_POLICY:
+                        case SOURCE_MITIGATION:
+                                if (!pick || knob_compare_strictness(k, v->value, pick->value, global) < 0)
+                                        pick = v;
+                                break;
+                        default:
+                                ck_abort_msg("%s: a vote from %s", knob_name(k), source_kind_to_string(v->source.kind));
+                        }
+                }
+                if (override)
+                        pick = override;
+                else if (!pick)
+                        pick = base;
+
+                if (!pick) {
+                        ck_assert_msg(!winning, "%s: a winning vote of none", knob_name(k));
+                        ck_assert_int_eq(t->source[k].kind, SOURCE_NONE);
+                        ck_assert_int_eq(t->value[k], KNOB_VALUE_UNSET);
+                        continue;
+                }
+                ck_assert_msg(winning == pick, "%s: %s is marked winning, the rule picks %s", knob_name(k),
+                              winning ? source_kind_to_string(winning->source.kind) : "none",
+                              source_kind_to_string(pick->source.kind));
+                ck_assert_int_eq(pick->value, t->value[k]);
+                ck_assert_int_eq(pick->source.kind, t->source[k].kind);
+                ck_assert_ptr_eq(pick->source.policy, t->source[k].policy);
+                ck_assert_ptr_eq(pick->source.unit, t->source[k].unit);
+        }
+}
+
+/* The votes on k, as "kind:policy=value" joined with spaces, winning marked with a '*'. */
+static char *describe_votes(const ResolveInput *in, const Target *t, Knob k) {
+        g_autoptr(GArray) votes = resolve_votes(in, t, k);
+        GString *out = g_string_new(NULL);
+
+        for (guint i = 0; i < votes->len; i++) {
+                const Vote *v = &g_array_index(votes, Vote, i);
+                char buf[24];
+
+                g_string_append_printf(out, "%s%s%s%s=%s%s", i > 0 ? " " : "", source_kind_to_string(v->source.kind),
+                                       v->source.policy ? ":" : "", v->source.policy ? v->source.policy->name : "",
+                                       knob_value_to_string(k, v->value, buf), v->winning ? "*" : "");
+        }
+        return g_string_free(out, FALSE);
+}
+
+static void assert_votes(const ResolveInput *in, const Target *t, Knob k, const char *expected) {
+        g_autofree char *got = describe_votes(in, t, k);
+
+        ck_assert_str_eq(got, expected);
+}
+
+/* In the order Explain lists them; mitigation is offered but not counted under an override. */
+START_TEST(test_votes_mitigation_and_override) {
+        g_autoptr(Policy) redis = make_policy("redis.conf");
+        g_autoptr(Policy) loose = make_policy("loose.conf");
+        KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
+        Target t;
+
+        unset_all(mitigation);
+        unset_all(override);
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(loose->knobs, KNOB_DEFRAG, "always");
+        set(loose->knobs, KNOB_ENABLED, "always");
+        set(mitigation, KNOB_DEFRAG, "defer");
+        set(mitigation, KNOB_KHUGEPAGED_DEFRAG, "0");
+        set(mitigation, KNOB_ENABLED, "never");
+        set(override, KNOB_ENABLED, "madvise");
+
+        ActivePolicy active[] = {
+                { .policy = loose, .unit = "loose.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+        ResolveInput in = {
+                .baseline = baseline, .active = active, .n_active = ELEMENTSOF(active),
+                .mitigation = mitigation, .override = override,
+        };
+
+        resolve(&in, &t);
+        assert_votes(&in, &t, KNOB_DEFRAG, "baseline=madvise policy:loose.conf=always policy:redis.conf=never* mitigation=defer");
+        assert_votes(&in, &t, KNOB_KHUGEPAGED_DEFRAG, "baseline=1 mitigation=0*");
+        assert_votes(&in, &t, KNOB_ENABLED, "baseline=madvise policy:loose.conf=always mitigation=never override=madvise*");
+        assert_votes(&in, &t, KNOB_SHMEM_ENABLED, "baseline=never*");
+        /* Nobody votes and the kernel lacks it: nothing to explain. */
+        assert_votes(&in, &t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "");
+        assert_votes_agree(&in, &t);
+
+        /* The policy that wins carries its unit. */
+        g_autoptr(GArray) votes = resolve_votes(&in, &t, KNOB_DEFRAG);
+        ck_assert_str_eq(g_array_index(votes, Vote, 2).source.unit, "redis-server.service");
+        ck_assert_str_eq(g_array_index(votes, Vote, 1).source.unit, "loose.service");
+}
+END_TEST
+
+/* A Scope=auto policy met per service withdraws its votes from the explanation as from the value;
+ * a Scope=service policy and one holding only its pool cast none. */
+START_TEST(test_votes_withdrawn) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        g_autoptr(Policy) oracle = make_auto("oracle.conf", "madvise");
+        g_autoptr(Policy) held = make_policy("held.conf");
+        g_autoptr(Policy) service = make_policy("service.conf");
+        Knob mthp = KNOB_MTHP_FIRST + 8;
+        Target t;
+
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(redis->knobs, KNOB_SHMEM_ENABLED, "deny");
+        set(redis->knobs, mthp, "never");
+        set(oracle->knobs, KNOB_DEFRAG, "defer");
+        set(oracle->knobs, mthp, "madvise");
+        set(held->knobs, KNOB_DEFRAG, "never");
+        service->scope = POLICY_SCOPE_SERVICE;
+        ActivePolicy active[] = {
+                { .policy = held, .pool_only = true },
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = oracle, .unit = "oracle.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+                { .policy = service, .unit = "svc.service" },
+        };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = ELEMENTSOF(active) };
+
+        resolve_per_service(active, ELEMENTSOF(active));
+        ck_assert(active[2].per_service);
+        ck_assert(active[3].per_service);
+        resolve(&in, &t);
+        assert_votes(&in, &t, KNOB_ENABLED, "baseline=madvise policy:mongodb.conf=always*");
+        /* never withdraws defrag, madvise keeps it. */
+        assert_votes(&in, &t, KNOB_DEFRAG, "baseline=madvise policy:oracle.conf=defer*");
+        assert_votes(&in, &t, mthp, "baseline=inherit*");
+        assert_votes(&in, &t, KNOB_SHMEM_ENABLED, "baseline=never policy:redis.conf=deny*");
+        assert_votes_agree(&in, &t);
+
+        /* Its unit found with THP: Redis votes machine-wide again, in both. */
+        active[3].unisolated = true;
+        resolve_per_service(active, ELEMENTSOF(active));
+        resolve(&in, &t);
+        /* And never is now wanted machine-wide: Oracle's madvise votes too. */
+        assert_votes(&in, &t, KNOB_ENABLED,
+                     "baseline=madvise policy:mongodb.conf=always policy:oracle.conf=madvise policy:redis.conf=never*");
+        assert_votes(&in, &t, KNOB_DEFRAG,
+                     "baseline=madvise policy:oracle.conf=defer policy:redis.conf=never*");
+        assert_votes_agree(&in, &t);
+}
+END_TEST
+
+static const char *const random_words[] = { "never", "madvise", "always", "inherit", "defer", "defer+madvise", "deny", "advise", "force" };
+
+/* A random value k accepts, or UNSET about half the time. */
+static KnobValue random_vote(GRand *rand, Knob k) {
+        if (g_rand_boolean(rand))
+                return KNOB_VALUE_UNSET;
+        for (;;) {
+                const KnobInfo *info = knob_info(k);
+                KnobValue v;
+
+                if (info->kind == KNOB_KIND_NUMBER)
+                        return (KnobValue) g_rand_int_range(rand, (gint32) info->min, (gint32) MIN(info->max, 4096) + 1);
+                if (knob_value_from_string(k, random_words[g_rand_int_range(rand, 0, ELEMENTSOF(random_words))], &v) >= 0)
+                        return v;
+        }
+}
+
+/* Random inputs of every kind the resolver takes: whatever they are, the explanation agrees with
+ * the value. A fixed seed: the same inputs at every run. */
+START_TEST(test_votes_agree_random) {
+        static const Knob knobs[] = { KNOB_ENABLED, KNOB_DEFRAG, KNOB_SHMEM_ENABLED, KNOB_KHUGEPAGED_PAGES_TO_SCAN,
+                                      KNOB_MTHP_FIRST + 4, KNOB_MTHP_FIRST + 8 };
+        g_autoptr(GRand) rand = g_rand_new_with_seed(42);
+
+        for (unsigned round = 0; round < 2000; round++) {
+                Policy *policies[6];
+                ActivePolicy active[ELEMENTSOF(policies)];
+                KnobValue base[_KNOB_MAX], mitigation[_KNOB_MAX], override[_KNOB_MAX];
+                size_t n = g_rand_int_range(rand, 0, ELEMENTSOF(policies) + 1);
+                ResolveInput in;
+                Target t;
+
+                unset_all(base);
+                unset_all(mitigation);
+                unset_all(override);
+                for (size_t i = 0; i < ELEMENTSOF(knobs); i++) {
+                        Knob k = knobs[i];
+
+                        base[k] = random_vote(rand, k);
+                        if (g_rand_int_range(rand, 0, 4) == 0)
+                                mitigation[k] = random_vote(rand, k);
+                        if (g_rand_int_range(rand, 0, 8) == 0)
+                                override[k] = random_vote(rand, k);
+                }
+                for (size_t i = 0; i < n; i++) {
+                        g_autofree char *name = g_strdup_printf("p%zu.conf", i);
+                        Policy *p = make_policy(name);
+
+                        p->scope = (PolicyScope) g_rand_int_range(rand, 0, 3);
+                        for (size_t j = 0; j < ELEMENTSOF(knobs); j++)
+                                p->knobs[knobs[j]] = random_vote(rand, knobs[j]);
+                        if (p->scope == POLICY_SCOPE_AUTO && p->knobs[KNOB_ENABLED] == KNOB_VALUE_UNSET)
+                                set(p->knobs, KNOB_ENABLED, "never");
+                        if (p->scope != POLICY_SCOPE_GLOBAL) {
+                                p->service_thp = p->knobs[KNOB_ENABLED] == KNOB_ENABLED_NEVER ? KNOB_ENABLED_NEVER
+                                                                                              : KNOB_ENABLED_MADVISE;
+                                if (p->scope == POLICY_SCOPE_SERVICE)
+                                        unset_all(p->knobs);
+                        }
+                        p->unset_knobs = 0;
+                        FOREACH_KNOB(k)
+                                if (p->knobs[k] == KNOB_VALUE_UNSET)
+                                        p->unset_knobs |= UINT64_C(1) << k;
+                        policies[i] = p;
+                        active[i] = (ActivePolicy) {
+                                .policy = p,
+                                .unit = "u.service",
+                                .pool_only = g_rand_int_range(rand, 0, 6) == 0,
+                                .unisolated = g_rand_int_range(rand, 0, 4) == 0,
+                        };
+                }
+                in = (ResolveInput) {
+                        .baseline = base, .active = active, .n_active = n,
+                        .mitigation = g_rand_boolean(rand) ? mitigation : NULL,
+                        .override = g_rand_boolean(rand) ? override : NULL,
+                };
+                resolve_per_service(active, n);
+                resolve(&in, &t);
+                assert_votes_agree(&in, &t);
+                for (size_t i = 0; i < n; i++)
+                        policy_free(policies[i]);
+        }
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("resolve", "core", setup_baseline, NULL,
                                          test_no_policy_gives_baseline,
@@ -476,5 +733,8 @@ int main(void) {
                                          test_auto_votes_machine_wide_when_nobody_wants_more,
                                          test_two_auto_policies,
                                          test_auto_with_an_unisolated_unit_votes,
-                                         test_auto_madvise_withdraws_only_enabled));
+                                         test_auto_madvise_withdraws_only_enabled,
+                                         test_votes_mitigation_and_override,
+                                         test_votes_withdrawn,
+                                         test_votes_agree_random));
 }
