@@ -88,7 +88,8 @@ static char *record_line(Manager *m, const char *item, Owner owner, const char *
                 break;
         case OWNER_WRITER:
                 c = drift_conflict(&m->drift, item);
-                ownership_record_append_yield(line, item, c ? c->writer : NULL, c && c->value ? c->value : value,
+                ownership_record_append_yield(line, item, c ? c->writer : NULL, c ? c->writer_detail : NULL,
+                                              c && c->value ? c->value : value,
                                               c ? c->since_realtime_usec : 0);
                 break;
         default:
@@ -144,7 +145,7 @@ static bool started(Manager *m, Owner *owner, const char *item, const OwnershipR
 
         *owner = ownership_at_start(s, &while_down);
         if (*owner == OWNER_WRITER) {
-                drift_restore_conflict(&m->drift, item, it->writer, it->writer_value, it->since_usec);
+                drift_restore_conflict(&m->drift, item, it->writer, it->writer_detail, it->writer_value, it->since_usec);
                 log_notice("%s: left at %s to %s, which thpd yielded to before it restarted; the conflict ends when "
                            "that writer stops or at a reload.", item, value, it->writer ?: "an unknown writer");
         }
