@@ -137,6 +137,25 @@ class DriftTest(ThpdTestCase):
     def validate(self, instance, verb):
         jsonschema.validate(instance, {**SCHEMA, '$ref': f'#/$defs/{verb}'}, cls=jsonschema.Draft202012Validator)
 
+    def assert_whose(self, **expected):
+        """Whose value each item named holds (knob=(whose, detail), '/' spelled '__'), as status
+        --json and show give the Ownership property, and the line of status's Whose: block that
+        names it."""
+        status = json.loads(self.ctl('--json', 'status'))
+        self.validate(status, 'status')
+        whose = {row['knob']: (row['whose'], row['detail']) for row in status['ownership']}
+        show = self.ctl('show', '-p', 'Ownership')
+        text = self.ctl('status')
+        for key, (owner, detail) in expected.items():
+            item = key.replace('__', '/')
+            self.assertEqual(whose.get(item), (owner, detail), f'{item}: {status["ownership"]}')
+            self.assertIn(f'Ownership.{item}.Whose={owner}\n', show)
+            said = {'thpd': f"thpd's ({detail})", 'baseline': "the baseline's",
+                    'writer': f"the writer's, {detail}, which thpd yielded to" if detail else
+                              "an unknown writer's, which thpd yielded to"}[owner]
+            self.assertRegex(text, rf'\n  (Whose: +| +)([^\n]*, )?{re.escape(item)}(, [^\n]*)?: {re.escape(said)}\n',
+                             f'{item} in\n{text}')
+
     @staticmethod
     def count(daemon, pattern):
         return len(re.findall(pattern, daemon.log(), re.M))
@@ -307,6 +326,8 @@ class DriftTest(ThpdTestCase):
             daemon.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it',
                             timeout=DEADLINE)
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('writer', None), khugepaged__pages_to_scan=('thpd', f'scan.conf for {APP}'),
+                          defrag=('baseline', None))
 
         daemon.stop()
         self.assertRegex(daemon.log(), r'enabled: leaving never, the value of an unknown writer, which thpd '
@@ -322,6 +343,8 @@ class DriftTest(ThpdTestCase):
         self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
         self.assert_knobs(enabled='never')
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('writer', None), khugepaged__pages_to_scan=('thpd', f'scan.conf for {APP}'),
+                          defrag=('baseline', None))
 
     def test_3d_yield_outlasts_a_crash(self):
         """Issue 42, case 1 after a crash: the yield is recorded, and a thpd killed (SIGKILL) and
@@ -346,10 +369,12 @@ class DriftTest(ThpdTestCase):
         self.assert_knobs(enabled='never')
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
         self.assertNotRegex(second.log(), r'enabled: never -> madvise')
+        self.assert_whose(enabled=('writer', None), defrag=('baseline', None))
 
         self.ctl('reload')
         self.wait_knobs(enabled='madvise')
         self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('thpd', f'app.conf for {APP}'))
 
     def test_3e_yield_outlasts_a_restart_of_thpds_unit(self):
         """Issue 42, case 1 with systemctl restart thpd: the next instance takes the yield up
@@ -368,6 +393,7 @@ class DriftTest(ThpdTestCase):
         self.start_unit('thpd-test-tuned.service', '/bin/sh', '-c', script)
         wait_until(lambda: 'thpd-test-tuned.service keeps setting enabled=never' in log.read_text(), DEADLINE,
                    lambda: f'the conflict; the log:\n{log.read_text()}')
+        self.assert_whose(enabled=('writer', 'thpd-test-tuned.service'))
 
         self.stack.run('systemctl', '--user', 'restart', unit)
         wait_until(lambda: 'enabled: left at never to thpd-test-tuned.service' in log.read_text(), DEADLINE,
@@ -375,11 +401,13 @@ class DriftTest(ThpdTestCase):
         show = self.ctl('show', '-p', 'DriftConflicts')
         self.assertIn('DriftConflicts.enabled.Writer=thpd-test-tuned.service\n', show)
         self.assert_knobs(enabled='never')
+        self.assert_whose(enabled=('writer', 'thpd-test-tuned.service'), defrag=('baseline', None))
 
         self.stop_unit('thpd-test-tuned.service')
         wait_until(lambda: 'thpd-test-tuned.service stopped; thpd restores' in log.read_text(), DEADLINE,
                    'the conflict to end')
         self.wait_knobs(enabled='madvise')
+        self.assert_whose(enabled=('thpd', f'app.conf for {APP}'))
         self.stop_unit(unit)
         self.assert_knobs(enabled='always')
         self.assertEqual(log.read_text().count('enabled: never -> madvise'), 1, log.read_text())
@@ -585,6 +613,16 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.kernel.read_knob('enabled'), 'always')
         self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise'), 4)
         self.assertEqual(self.count(daemon, r'enabled: always -> madvise|enabled: \w+ -> madvise'), 4)
+        self.assert_whose(enabled=('writer', 'tuned.service (profile hpc-compute)'))
+
+        # Stopped and started again: TuneD's value stays (here the baseline's value too), and the
+        # record still names TuneD and what it said, although thpd yielded before TuneD named
+        # itself.
+        daemon.stop()
+        again = self.start_thpd()
+        again.wait_log(r'enabled: left at always to tuned\.service, which thpd yielded to', timeout=DEADLINE)
+        self.assert_knobs(enabled='always')
+        self.assert_whose(enabled=('writer', 'tuned.service (profile hpc-compute)'))
 
     def test_9_writer_process_named_with_cap_sys_admin(self):
         """With CAP_SYS_ADMIN (an admin's opt-in), fanotify names the writing process: a unit's
