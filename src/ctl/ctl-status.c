@@ -242,13 +242,13 @@ static void owner_items_clear(gpointer p) {
 }
 
 /* A line per owner, naming the items it holds: "enabled, defrag: thpd's (redis.conf for
- * redis-server.service)", in the order of the first item each holds; the baseline's last, as
- * the least to say. */
+ * redis-server.service)", in the order of the first item each holds; then the baseline's, not
+ * named: most of a kernel's knobs are, and show and --json name them. */
 static void print_ownership(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(CtlTable) t = block_table(1);
         g_autofree char *label = label_prefix("Whose:"), *continuation = label_prefix("");
         g_autoptr(GArray) owners = g_array_new(FALSE, TRUE, sizeof(OwnerItems));
-        g_autoptr(GString) baseline = g_string_new(NULL);
+        bool baseline = false;
 
         if (p->ownership->len == 0)
                 return;
@@ -259,7 +259,7 @@ static void print_ownership(CtlOutput *out, const CtlProperties *p) {
                 OwnerItems *found = NULL;
 
                 if (streq(o->whose, "baseline")) {
-                        g_string_append_printf(baseline, "%s%s", baseline->len > 0 ? ", " : "", o->item);
+                        baseline = true;
                         continue;
                 }
                 owner = whose_text(o);
@@ -277,10 +277,9 @@ static void print_ownership(CtlOutput *out, const CtlProperties *p) {
 
                 ctl_table_add_string(t, line);
         }
-        if (baseline->len > 0) {
-                g_autofree char *line = g_strdup_printf("%s: the baseline's", baseline->str);
-
-                ctl_table_add_string(t, line);
+        if (baseline) {
+                ctl_table_add_string(t, owners->len > 0 ? "every other knob and pool: the baseline's"
+                                                        : "every knob and pool: the baseline's");
                 ctl_table_set_color(t, CTL_COLOR_GREY);
         }
         ctl_table_print_block(t, out, label, continuation);

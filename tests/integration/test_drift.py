@@ -150,7 +150,12 @@ class DriftTest(ThpdTestCase):
             item = key.replace('__', '/')
             self.assertEqual(whose.get(item), (owner, detail), f'{item}: {status["ownership"]}')
             self.assertIn(f'Ownership.{item}.Whose={owner}\n', show)
-            said = {'thpd': f"thpd's ({detail})", 'baseline': "the baseline's",
+            if owner == 'baseline':
+                # Not named: every item no other line names.
+                self.assertRegex(text, r"\n  (Whose: +| +)every (other )?knob and pool: the baseline's\n", text)
+                self.assertNotRegex(text, rf"\n  (Whose: +| +)([^\n]*, )?{re.escape(item)}(, [^\n]*)?: ", text)
+                continue
+            said = {'thpd': f"thpd's ({detail})",
                     'writer': f"the writer's, {detail}, which thpd yielded to" if detail else
                               "an unknown writer's, which thpd yielded to"}[owner]
             self.assertRegex(text, rf'\n  (Whose: +| +)([^\n]*, )?{re.escape(item)}(, [^\n]*)?: {re.escape(said)}\n',
