@@ -23,7 +23,9 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
   leftover given back (issue 42);
 - a TuneD stand-in (fake_tuned.py: TuneD's bus name and profile_changed signal) writes a held
   knob: restored at the write, then named "tuned.service (profile hpc-compute)"; switched again
-  and again, a conflict that names it.
+  and again, a conflict that names it, and still names it after thpd stops and starts again;
+- through all of these, status's Whose: lines and the Ownership property say whose each value
+  is: a writer's thpd yielded to (named, or unknown), thpd's for a policy, the baseline's.
 
 Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
 samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
