@@ -93,7 +93,8 @@ static void check_unit_record(const uint8_t *data, size_t size) {
 
 static bool same_item(const OwnershipRecordItem *a, const OwnershipRecordItem *b) {
         return b && streq_ptr(a->value, b->value) && streq_ptr(a->wanted, b->wanted) && a->yielded == b->yielded &&
-               streq_ptr(a->writer, b->writer) && streq_ptr(a->writer_value, b->writer_value) &&
+               streq_ptr(a->writer, b->writer) && streq_ptr(a->writer_detail, b->writer_detail) &&
+               streq_ptr(a->writer_value, b->writer_value) &&
                a->since_usec == b->since_usec;
 }
 
@@ -117,7 +118,7 @@ static void check_ownership_record(const uint8_t *data, size_t size) {
                 if (it->wanted)
                         ownership_record_append_want(s, item, it->wanted);
                 if (it->yielded)
-                        ownership_record_append_yield(s, item, it->writer, it->writer_value, it->since_usec);
+                        ownership_record_append_yield(s, item, it->writer, it->writer_detail, it->writer_value, it->since_usec);
         }
         if (ownership_record_parse(s->str, again) < 0 || g_hash_table_size(again) != g_hash_table_size(items))
                 abort();

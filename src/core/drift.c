@@ -22,6 +22,7 @@ static void conflict_clear(gpointer p) {
 
         g_free(c->item);
         g_free(c->writer);
+        g_free(c->writer_detail);
         g_free(c->value);
 }
 
@@ -167,8 +168,12 @@ GPtrArray *drift_credit_announced(DriftState *s, const char *writer, const char 
                 if (e->action == DRIFT_ACTION_YIELD) {
                         DriftConflict *c = find_conflict(s, e->item);
 
-                        if (c && !c->writer)
+                        if (c && (!c->writer || streq(c->writer, writer))) {
+                                g_free(c->writer);
                                 c->writer = g_strdup(writer);
+                                g_free(c->writer_detail);
+                                c->writer_detail = g_strdup(detail);
+                        }
                 }
         }
         return credited;
@@ -185,17 +190,19 @@ const DriftConflict *drift_conflict(const DriftState *s, const char *item) {
         return find_conflict(s, item);
 }
 
-void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *value,
-                            uint64_t since_realtime_usec) {
-        DriftConflict c = {
-                .item = g_strdup(item),
-                .writer = g_strdup(writer),
-                .value = g_strdup(value),
-                .since_realtime_usec = since_realtime_usec,
-        };
+void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *writer_detail,
+                            const char *value, uint64_t since_realtime_usec) {
+        DriftConflict c;
 
         if (find_conflict(s, item))
                 return;
+        c = (DriftConflict) {
+                .item = g_strdup(item),
+                .writer = g_strdup(writer),
+                .writer_detail = writer ? g_strdup(writer_detail) : NULL,
+                .value = g_strdup(value),
+                .since_realtime_usec = since_realtime_usec,
+        };
         g_array_append_val(s->conflicts, c);
 }
 
@@ -268,6 +275,12 @@ char *drift_describe_writer(const DriftEvent *e) {
         default:
                 return g_strdup("unknown writer");
         }
+}
+
+char *drift_describe_conflict_writer(const DriftConflict *c) {
+        if (!c->writer)
+                return NULL;
+        return c->writer_detail ? g_strdup_printf("%s (%s)", c->writer, c->writer_detail) : g_strdup(c->writer);
 }
 
 char *drift_describe_conflict(const DriftConflict *c) {

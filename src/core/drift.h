@@ -88,6 +88,7 @@ typedef struct DriftEvent {
 typedef struct DriftConflict {
         char *item;
         char *writer;         /* NULL: unknown writer */
+        char *writer_detail;  /* what the writer said of it ("profile hpc-compute"), or NULL */
         char *value;          /* what the writer keeps setting */
         uint64_t since_realtime_usec;
         /* The writer was seen running (activating, active, reloading) since: it can stop. A
@@ -119,7 +120,8 @@ const char *drift_attribute(const DriftCause *cause, uint64_t found_usec, DriftC
 
 /* A writer announced a change it made (TuneD: "tuned.service", "profile hpc-compute"): the
  * recent events found since since_realtime_usec that name nobody are its, and so is a conflict
- * with the unknown writer on their items (which then ends when that writer stops). Restores
+ * with the unknown writer on their items (which then ends when that writer stops); a conflict
+ * already its takes the new detail. Restores
  * stay counted for the unknown writer, as they were decided: a writer that keeps switching
  * meets MaxRestores= there. Returns the items it credited (for the daemon's counts), oldest
  * first. */
@@ -148,8 +150,8 @@ void drift_event_done(DriftEvent *event);
 const DriftConflict *drift_conflict(const DriftState *s, const char *item);
 /* A conflict the last instance recorded (ownership-record.h), taken up again at start: it ends
  * as any other, when its writer is seen to stop (drift_writer_state()) or at a reload. */
-void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *value,
-                            uint64_t since_realtime_usec);
+void drift_restore_conflict(DriftState *s, const char *item, const char *writer, const char *writer_detail,
+                            const char *value, uint64_t since_realtime_usec);
 /* Whether a conflict names the unit as its writer. */
 bool drift_has_writer(const DriftState *s, const char *unit);
 /* What the systemd manager says of a writer in conflict, asked after one of its jobs ended or
@@ -168,5 +170,8 @@ char *drift_describe_process(const char *unit, const char *user, const char *com
  * was running)", "likely written by tuned.service (its job finished 12 ms before)", "written
  * while thpd was not running" or "unknown writer". */
 char *drift_describe_writer(const DriftEvent *e);
+/* The writer of a conflict as people read it: "tuned.service (profile hpc-compute)",
+ * "tuned.service"; NULL for an unknown writer. */
+char *drift_describe_conflict_writer(const DriftConflict *c);
 /* "tuned.service keeps setting enabled=never: thpd no longer restores it". */
 char *drift_describe_conflict(const DriftConflict *c);

@@ -12,6 +12,7 @@ static void item_free(gpointer p) {
         g_free(it->value);
         g_free(it->wanted);
         g_free(it->writer);
+        g_free(it->writer_detail);
         g_free(it->writer_value);
         g_free(it);
 }
@@ -39,6 +40,7 @@ static void set_thpd(GHashTable *items, const char *item, const char *value) {
 
         it->yielded = false;
         g_clear_pointer(&it->writer, g_free);
+        g_clear_pointer(&it->writer_detail, g_free);
         g_clear_pointer(&it->writer_value, g_free);
         g_clear_pointer(&it->wanted, g_free);
         g_free(it->value);
@@ -82,13 +84,18 @@ int ownership_record_parse(const char *text, GHashTable *items) {
                 }
                 else if (streq(words[0], "baseline") && n_words == 2)
                         g_hash_table_remove(parsed, words[1]);
-                else if (streq(words[0], "yield") && n_words == 5 && valid_word(words[2]) && valid_word(words[3]) &&
+                else if (streq(words[0], "yield") && n_words >= 5 && valid_word(words[2]) && valid_word(words[3]) &&
                          parse_u64(words[4], &since) >= 0) {
                         OwnershipRecordItem *y = get_item(parsed, words[1]);
+                        g_autofree char *detail = n_words > 5 ? g_strjoinv(" ", words + 5) : NULL;
 
+                        if (detail && (detail[0] == '\0' || !g_utf8_validate(detail, -1, NULL)))
+                                return -EBADMSG;
                         y->yielded = true;
                         g_free(y->writer);
                         y->writer = streq(words[2], "-") ? NULL : g_strdup(words[2]);
+                        g_free(y->writer_detail);
+                        y->writer_detail = y->writer ? g_steal_pointer(&detail) : NULL;
                         g_free(y->writer_value);
                         y->writer_value = g_strdup(words[3]);
                         y->since_usec = since;
@@ -120,9 +127,12 @@ void ownership_record_append_baseline(GString *s, const char *item) {
         g_string_append_printf(s, "baseline %s\n", item);
 }
 
-void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *value,
-                                   uint64_t since_usec) {
-        g_string_append_printf(s, "yield %s %s %s %" PRIu64 "\n", item, writer ?: "-", value, since_usec);
+void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *detail,
+                                   const char *value, uint64_t since_usec) {
+        g_string_append_printf(s, "yield %s %s %s %" PRIu64, item, writer ?: "-", value, since_usec);
+        if (writer && detail && detail[0] != '\0' && !strchr(detail, '\n'))
+                g_string_append_printf(s, " %s", detail);
+        g_string_append_c(s, '\n');
 }
 
 static bool knob_is(Knob k, const char *text, KnobValue v) {

@@ -21,7 +21,8 @@
  * that gave it back: a kill before the line leaves the kernel at the baseline, which is the
  * baseline's whatever the record says. "yield ITEM WRITER VALUE SINCE" says thpd yielded
  * the item to WRITER ("-": unknown), which keeps setting VALUE, since SINCE (CLOCK_REALTIME µs):
- * a restart does not start the fight again. A "thpd" or "baseline" line ends it. */
+ * a restart does not start the fight again; the rest of the line, if any, is what the writer said
+ * of it ("profile hpc-compute", drift.h), blanks and all. A "thpd" or "baseline" line ends it. */
 
 #define OWNERSHIP_RECORD_FILE "ownership"
 /* What a restarted thpd reads of it: a line per knob and pool. */
@@ -34,6 +35,7 @@ typedef struct OwnershipRecordItem {
          * since when (CLOCK_REALTIME µs). */
         bool yielded;
         char *writer;
+        char *writer_detail; /* NULL: none */
         char *writer_value;
         uint64_t since_usec;
 } OwnershipRecordItem;
@@ -49,9 +51,10 @@ void ownership_record_begin(GString *s);
 void ownership_record_append_want(GString *s, const char *item, const char *value);
 void ownership_record_append_thpd(GString *s, const char *item, const char *value);
 void ownership_record_append_baseline(GString *s, const char *item);
-/* writer: NULL for an unknown one. */
-void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *value,
-                                   uint64_t since_usec);
+/* writer: NULL for an unknown one; detail: NULL for none, and left out where it would not read
+ * back (a newline in it). */
+void ownership_record_append_yield(GString *s, const char *item, const char *writer, const char *detail,
+                                   const char *value, uint64_t since_usec);
 
 /* Whether a knob that holds `current` at start is what thpd left: its value, or the one a write
  * cut short was writing. */

@@ -8,7 +8,8 @@
 
 const char *const ctl_property_names[] = {
         "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
-        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", "DriftConflicts", "RecentDrift", NULL,
+        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", "DriftConflicts", "RecentDrift",
+        "Ownership", NULL,
 };
 
 /* How one field of a row the bus sends is read, freed and shown: the rows of a list property are
@@ -199,6 +200,14 @@ static const Field drift_conflict_row_fields[] = {
 };
 ROW_TYPE(drift_conflict_row, CtlDriftConflict, "(sssts)")
 
+/* Ownership: the item is named as in DriftConflicts, so it has the same key. */
+static const Field ownership_row_fields[] = {
+        FIELD("Knob", "knob", FIELD_STRING, CtlOwnership, item),
+        FIELD("Whose", "whose", FIELD_STRING, CtlOwnership, whose),
+        FIELD("Detail", "detail", FIELD_OPTIONAL, CtlOwnership, detail),
+};
+ROW_TYPE(ownership_row, CtlOwnership, "(sss)")
+
 /* show gives each event one line that splits on blanks: KNOB FOUND EXPECTED WRITER ACTION WHEN
  * WRITTEN WRONG_USEC, the writer "-" when unknown and WRITTEN and WRONG_USEC 0 when the write was
  * not seen or the knob not restored. JSON has the writer's text after the writer, the bus last. */
@@ -236,6 +245,7 @@ static const Field property_fields[] = {
         ROWS("PolicyDiagnostics", "policy_diagnostics", CtlProperties, diagnostics, &diagnostic_row),
         ROWS("DriftConflicts", "drift_conflicts", CtlProperties, drift_conflicts, &drift_conflict_row),
         ROWS("RecentDrift", "recent_drift", CtlProperties, recent_drift, &drift_row),
+        ROWS("Ownership", "ownership", CtlProperties, ownership, &ownership_row),
 };
 
 static const RowType properties_row = {

@@ -75,6 +75,13 @@ typedef struct CtlDrift {
         uint64_t wrong_usec;                              /* 0: not restored (yet) */
 } CtlDrift;
 
+/* Whose value a knob or pool holds (Ownership). */
+typedef struct CtlOwnership {
+        char *item;   /* a knob, or a pool as drift names it: "hugepages-2048kB/nr_hugepages" */
+        char *whose;  /* "baseline", "thpd" or "writer" */
+        char *detail; /* what thpd holds it for, or the writer; "" for none (the baseline's, an unknown writer) */
+} CtlOwnership;
+
 /* "restored after 3 ms", or the action as the bus says it ("adopted", "yielded"). */
 char *ctl_drift_action(const CtlDrift *d);
 
@@ -91,6 +98,7 @@ typedef struct CtlProperties {
         GArray *diagnostics;     /* CtlDiagnostic */
         GArray *drift_conflicts; /* CtlDriftConflict */
         GArray *recent_drift;    /* CtlDrift, oldest first */
+        GArray *ownership;       /* CtlOwnership: knobs, then pools */
 } CtlProperties;
 
 /* The property names, in the order status and show print them. */

@@ -216,6 +216,75 @@ static void print_pools(CtlOutput *out, const CtlProperties *p) {
         ctl_table_print_block(t, out, label, continuation);
 }
 
+/* Whose value an item holds, as a status line says it after the items. */
+static char *whose_text(const CtlOwnership *o) {
+        if (streq(o->whose, "thpd"))
+                return o->detail[0] ? g_strdup_printf("thpd's (%s)", o->detail) : g_strdup("thpd's");
+        if (streq(o->whose, "writer"))
+                return o->detail[0] ? g_strdup_printf("the writer's, %s, which thpd yielded to", o->detail)
+                                    : g_strdup("an unknown writer's, which thpd yielded to");
+        if (streq(o->whose, "baseline"))
+                return g_strdup("the baseline's");
+        return g_strdup(o->whose);
+}
+
+/* Items of one owner, for print_ownership(). */
+typedef struct OwnerItems {
+        char *owner;    /* whose_text() */
+        GString *items; /* "enabled, defrag" */
+} OwnerItems;
+
+static void owner_items_clear(gpointer p) {
+        OwnerItems *o = p;
+
+        g_free(o->owner);
+        g_string_free(o->items, TRUE);
+}
+
+/* A line per owner, naming the items it holds: "enabled, defrag: thpd's (redis.conf for
+ * redis-server.service)", in the order of the first item each holds; then the baseline's, not
+ * named: most of a kernel's knobs are, and show and --json name them. */
+static void print_ownership(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(CtlTable) t = block_table(1);
+        g_autofree char *label = label_prefix("Whose:"), *continuation = label_prefix("");
+        g_autoptr(GArray) owners = g_array_new(FALSE, TRUE, sizeof(OwnerItems));
+        bool baseline = false;
+
+        if (p->ownership->len == 0)
+                return;
+        g_array_set_clear_func(owners, owner_items_clear);
+        for (guint i = 0; i < p->ownership->len; i++) {
+                const CtlOwnership *o = &g_array_index(p->ownership, CtlOwnership, i);
+                g_autofree char *owner = NULL;
+                OwnerItems *found = NULL;
+
+                if (streq(o->whose, "baseline")) {
+                        baseline = true;
+                        continue;
+                }
+                owner = whose_text(o);
+                for (guint j = 0; !found && j < owners->len; j++)
+                        if (streq(g_array_index(owners, OwnerItems, j).owner, owner))
+                                found = &g_array_index(owners, OwnerItems, j);
+                if (found)
+                        g_string_append_printf(found->items, ", %s", o->item);
+                else
+                        g_array_append_val(owners, ((OwnerItems) { g_steal_pointer(&owner), g_string_new(o->item) }));
+        }
+        for (guint i = 0; i < owners->len; i++) {
+                const OwnerItems *o = &g_array_index(owners, OwnerItems, i);
+                g_autofree char *line = g_strdup_printf("%s: %s", o->items->str, o->owner);
+
+                ctl_table_add_string(t, line);
+        }
+        if (baseline) {
+                ctl_table_add_string(t, owners->len > 0 ? "every other knob and pool: the baseline's"
+                                                        : "every knob and pool: the baseline's");
+                ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
+        ctl_table_print_block(t, out, label, continuation);
+}
+
 static void print_storms(CtlOutput *out, const CtlProperties *p) {
         bool calm = streq_ptr(p->storm_state, "calm");
         CtlColor color = streq_ptr(p->storm_state, "storm") ? CTL_COLOR_RED : CTL_COLOR_YELLOW;
@@ -374,6 +443,7 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
         print_usage(out, usage);
         print_knobs(out, p);
         print_pools(out, p);
+        print_ownership(out, p);
         print_storms(out, p);
         print_override(out, p);
         print_isolated(out, p);

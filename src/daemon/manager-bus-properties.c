@@ -5,6 +5,7 @@
 #include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
 #include "manager-isolation.h"
+#include "manager-ownership.h"
 #include "manager-status.h"
 #include "util.h"
 
@@ -546,4 +547,39 @@ static uint64_t feed_recent(uint64_t h, const void *row) {
 /* At most DRIFT_RECENT_MAX rows. */
 uint64_t property_digest_recent_drift(const BusData *d) {
         return digest_drift_array(d->m->drift.recent, feed_recent);
+}
+
+int property_get_ownership(sd_bus *bus, const char *path, const char *interface, const char *property,
+                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        g_autoptr(GArray) rows = manager_ownership_rows(bus_manager(userdata));
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sss)");
+        for (guint i = 0; r >= 0 && i < rows->len; i++) {
+                const OwnershipRow *row = &g_array_index(rows, OwnershipRow, i);
+                /* D-Bus strings must be UTF-8, and a policy's file name, in the detail, need
+                 * not be. */
+                g_autofree char *detail = g_utf8_make_valid(row->detail, -1);
+
+                r = sd_bus_message_append(reply, "(sss)", row->item, owner_to_string(row->owner), detail);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+/* A row per knob and pool: few, and built from what the owners and the last apply's sources
+ * say; the detail as it is, before the getter makes it valid UTF-8. */
+uint64_t property_digest_ownership(const BusData *d) {
+        g_autoptr(GArray) rows = manager_ownership_rows(d->m);
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < rows->len; i++) {
+                const OwnershipRow *row = &g_array_index(rows, OwnershipRow, i);
+
+                h = fnv1a_feed_string(h, row->item);
+                h = fnv1a_feed_u64(h, row->owner);
+                h = fnv1a_feed_string(h, row->detail);
+        }
+        return h;
 }

@@ -39,7 +39,8 @@ typedef struct BusData BusData;
                 property_digest_policy_diagnostics)                                                                 \
         TRACKED(DRIFT_CONFLICTS, "DriftConflicts", "a(sssts)", property_get_drift_conflicts,                        \
                 property_digest_drift_conflicts)                                                                    \
-        TRACKED(RECENT_DRIFT, "RecentDrift", "a(sssssttts)", property_get_recent_drift, property_digest_recent_drift)
+        TRACKED(RECENT_DRIFT, "RecentDrift", "a(sssssttts)", property_get_recent_drift, property_digest_recent_drift)  \
+        TRACKED(OWNERSHIP, "Ownership", "a(sss)", property_get_ownership, property_digest_ownership)
 
 /* For the rows of MANAGER_PROPERTIES() a use of it leaves out. */
 #define PROPERTY_IGNORE(...)

@@ -783,9 +783,14 @@ static int on_tuned_profile_changed(sd_bus_message *msg, void *userdata, sd_bus_
         /* thpd_knob_drift_total keeps the label it counted under: a counter never goes down. */
         for (guint i = 0; i < credited->len; i++) {
                 const char *item = g_ptr_array_index(credited, i);
+                const DriftConflict *c = drift_conflict(&m->drift, item);
 
                 log_notice("%s: the change thpd found was TuneD's (%s, %s).", item, TUNED_UNIT, detail);
+                /* The yield's record names TuneD now: thpd restarted keeps to it until TuneD stops. */
+                if (c)
+                        manager_ownership_note(m, item, OWNER_WRITER, c->value);
         }
+        manager_ownership_flush(m);
         /* A conflict it now has ends when it stops. */
         query_writer(m, TUNED_UNIT);
         publish_drift(m, NULL, 0);

@@ -10,6 +10,10 @@
 #include "unit-record.h"
 #include "util.h"
 
+/* thpd's, with nothing holding it: what thpd wrote and gives back at the next apply (or a write
+ * that failed to give it back). */
+#define LEFTOVER "leftover, to give back"
+
 void manager_ownership_init(Manager *m) {
         m->own_recorded = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         m->own_wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -88,7 +92,8 @@ static char *record_line(Manager *m, const char *item, Owner owner, const char *
                 break;
         case OWNER_WRITER:
                 c = drift_conflict(&m->drift, item);
-                ownership_record_append_yield(line, item, c ? c->writer : NULL, c && c->value ? c->value : value,
+                ownership_record_append_yield(line, item, c ? c->writer : NULL, c ? c->writer_detail : NULL,
+                                              c && c->value ? c->value : value,
                                               c ? c->since_realtime_usec : 0);
                 break;
         default:
@@ -144,7 +149,7 @@ static bool started(Manager *m, Owner *owner, const char *item, const OwnershipR
 
         *owner = ownership_at_start(s, &while_down);
         if (*owner == OWNER_WRITER) {
-                drift_restore_conflict(&m->drift, item, it->writer, it->writer_value, it->since_usec);
+                drift_restore_conflict(&m->drift, item, it->writer, it->writer_detail, it->writer_value, it->since_usec);
                 log_notice("%s: left at %s to %s, which thpd yielded to before it restarted; the conflict ends when "
                            "that writer stops or at a reload.", item, value, it->writer ?: "an unknown writer");
         }
@@ -237,6 +242,72 @@ void manager_ownership_pool_judged(Manager *m, const char *item, const PoolStep 
         judged(m, item, step->action != POOL_ACTION_UNREADABLE,
                step->action == POOL_ACTION_RESIZE || step->action == POOL_ACTION_OWN, step->action == POOL_ACTION_ADOPT,
                found);
+}
+
+static void ownership_row_clear(gpointer p) {
+        OwnershipRow *row = p;
+
+        g_free(row->item);
+        g_free(row->detail);
+}
+
+/* What thpd holds a knob for: the source the last apply resolved. */
+static char *knob_detail(const Manager *m, Knob k) {
+        const Source *s = &m->target.source[k];
+
+        if (!manager_knob_resolved(m, k))
+                return g_strdup(LEFTOVER);
+        switch (s->kind) {
+        case SOURCE_POLICY:
+                return s->unit ? g_strdup_printf("%s for %s", s->policy->name, s->unit) : g_strdup(s->policy->name);
+        case SOURCE_OVERRIDE:
+                return g_strdup("override");
+        case SOURCE_MITIGATION:
+                return g_strdup("storm mitigation");
+        default:
+                return g_strdup(m->settings.baseline[k] != KNOB_VALUE_UNSET ? "baseline from thpd.conf" : LEFTOVER);
+        }
+}
+
+static char *row_detail(const Manager *m, const char *item, Owner owner, char *thpd_detail) {
+        g_autofree char *held_for = thpd_detail;
+        const DriftConflict *c;
+
+        switch (owner) {
+        case OWNER_THPD:
+                return g_steal_pointer(&held_for);
+        case OWNER_WRITER:
+                c = drift_conflict(&m->drift, item);
+                return (c ? drift_describe_conflict_writer(c) : NULL) ?: g_strdup("");
+        default:
+                return g_strdup("");
+        }
+}
+
+GArray *manager_ownership_rows(const Manager *m) {
+        GArray *rows = g_array_new(FALSE, TRUE, sizeof(OwnershipRow));
+
+        g_array_set_clear_func(rows, ownership_row_clear);
+        FOREACH_KNOB(k) {
+                OwnershipRow row = { .owner = m->own.knobs[k] };
+
+                if (!m->present[k])
+                        continue;
+                row.item = g_strdup(knob_name(k));
+                row.detail = row_detail(m, row.item, row.owner, row.owner == OWNER_THPD ? knob_detail(m, k) : NULL);
+                g_array_append_val(rows, row);
+        }
+        for (size_t i = 0; i < m->baseline.n_pools; i++) {
+                const PoolBaseline *p = &m->baseline.pools[i];
+                OwnershipRow row = { .item = manager_pool_item(p->page_size_kb, p->node), .owner = m->own.pools[i] };
+                char *held_for = NULL;
+
+                if (row.owner == OWNER_THPD)
+                        held_for = manager_pool_holders(m, p->page_size_kb, p->node, true) ?: g_strdup(LEFTOVER);
+                row.detail = row_detail(m, row.item, row.owner, held_for);
+                g_array_append_val(rows, row);
+        }
+        return rows;
 }
 
 void manager_ownership_remove(Manager *m) {

@@ -28,5 +28,19 @@ void manager_ownership_flush(Manager *m);
 void manager_ownership_knob_judged(Manager *m, Knob k, const KnobStep *step);
 void manager_ownership_pool_judged(Manager *m, const char *item, const PoolStep *step);
 
+/* Whose value an item holds, as the Ownership property shows it. */
+typedef struct OwnershipRow {
+        char *item;   /* as drift.h names it */
+        Owner owner;
+        /* thpd's: what it holds the item for ("redis.conf for redis-server.service", "override",
+         * "storm mitigation", "baseline from thpd.conf"), or "leftover, to give back"; a
+         * writer's: the writer as drift.h names it ("tuned.service (profile hpc-compute)"), ""
+         * for an unknown one; the baseline's: "". */
+        char *detail;
+} OwnershipRow;
+
+/* A row per knob this kernel has, in knob order, then per pool in the baseline record. */
+GArray *manager_ownership_rows(const Manager *m);
+
 /* At a clean stop, with the baseline record. */
 void manager_ownership_remove(Manager *m);

@@ -32,7 +32,7 @@ char *manager_pool_item(uint64_t page_size_kb, int node) {
         return g_strdup_printf("node%d/hugepages-%" PRIu64 "kB/nr_hugepages", node, page_size_kb);
 }
 
-char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
+char *manager_pool_holders(const Manager *m, uint64_t page_size_kb, int node, bool by_name) {
         g_autoptr(GString) s = g_string_new(NULL);
 
         for (guint i = 0; i < m->policies->len; i++) {
@@ -42,14 +42,19 @@ char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
                 if (!p->has_pool || p->pool.page_size_kb != page_size_kb || p->pool.node != node || !rt)
                         continue;
                 if (rt->active)
-                        g_string_append_printf(s, "%s%s for %s", s->len > 0 ? ", " : "", p->path,
+                        g_string_append_printf(s, "%s%s for %s", s->len > 0 ? ", " : "", by_name ? p->name : p->path,
                                                (const char *) g_ptr_array_index(rt->units, 0));
                 else if (rt->pool_grace_until > 0)
-                        g_string_append_printf(s, "%s%s, held after its unit stopped", s->len > 0 ? ", " : "", p->path);
+                        g_string_append_printf(s, "%s%s, held after its unit stopped", s->len > 0 ? ", " : "",
+                                               by_name ? p->name : p->path);
         }
         if (s->len == 0)
-                g_string_append(s, "baseline, no policy holds it");
+                return NULL;
         return g_string_free(g_steal_pointer(&s), false);
+}
+
+char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node) {
+        return manager_pool_holders(m, page_size_kb, node, false) ?: g_strdup("baseline, no policy holds it");
 }
 
 /* What pool_plan_step() needs, read now. */

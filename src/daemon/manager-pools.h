@@ -11,7 +11,10 @@ void manager_record_pool_baselines(Manager *m, Baseline *b);
 unsigned manager_apply_pools(Manager *m);
 /* A pool as drift.h names it: "hugepages-2048kB/nr_hugepages", "node0/hugepages-1048576kB/nr_hugepages". */
 char *manager_pool_item(uint64_t page_size_kb, int node);
-/* "postgresql.conf for postgresql.service, ..." for the policies holding this pool. */
+/* "/etc/thpd/policy.d/postgresql.conf for postgresql.service, ..." for the policies holding
+ * this pool (by_name: "postgresql.conf for ..."); NULL for none. */
+char *manager_pool_holders(const Manager *m, uint64_t page_size_kb, int node, bool by_name);
+/* The same for the log, "baseline, no policy holds it" for none. */
 char *manager_pool_reason(Manager *m, uint64_t page_size_kb, int node);
 /* Returns 0, or the last error of a pool that could not be restored. */
 int manager_restore_pools(Manager *m);

@@ -71,14 +71,14 @@ Enabled=sometimes
 
 PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'Override',
               'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status', 'PolicyDiagnostics',
-              'DriftConflicts', 'RecentDrift')
+              'DriftConflicts', 'RecentDrift', 'Ownership')
 # The JSON key of each property (thpd-ctl status --json, show --json).
 JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
              'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart',
              'IsolatedServices': 'isolated_services', 'Override': 'override',
              'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
              'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics',
-             'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift'}
+             'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift', 'Ownership': 'ownership'}
 STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')
 STORM_PHASES = ('calm', 'suspect', 'storm', 'cooling')
 ANSI_ESCAPE = re.compile(r'\x1b\[')
@@ -269,6 +269,16 @@ class PropertiesTest(ApiTestCase):
             self.assertTrue(all(isinstance(v, (int, float)) for v in figures.values()), figures)
         self.assertEqual(busctl_property(self.stack, 'Status'), self.thpd.status)
         self.assertIn('2 active policies', self.thpd.status)
+        # Whose value: a row per knob, in the order of Knobs, then the pool; what a policy holds
+        # is thpd's, naming it, and the rest the baseline's.
+        ownership = busctl_property(self.stack, 'Ownership')
+        self.assertEqual([row[0] for row in ownership], list(knobs) + ['hugepages-2048kB/nr_hugepages'])
+        whose = {row[0]: row[1:] for row in ownership}
+        self.assertEqual(whose['defrag'], ['thpd', 'redis.conf for redis-server.service'])
+        self.assertEqual(whose['enabled'], ['thpd', ' for '.join(knobs['enabled'][5:])])
+        self.assertEqual(whose['shmem_enabled'], ['baseline', ''])
+        self.assertEqual(whose['hugepages-2048kB/nr_hugepages'][0], 'thpd')
+        self.assertRegex(whose['hugepages-2048kB/nr_hugepages'][1], r'^\S+\.conf for \S+\.service')
 
         # python3-dbus sees the same values.
         for name in PROPERTIES:
@@ -724,7 +734,8 @@ class SignalsTest(ApiTestCase):
         self.assertEqual(json.loads(marker)['signal'], 'Applied', marker)
         self.assertEqual(json.loads(marker)['changes'][0]['reason'], 'admin override')
         changed = self.read_until(monitor, lambda e: e['signal'] == 'PropertiesChanged')[-1]
-        self.assertEqual(sorted(changed['changed']), ['knobs', 'override'])
+        # khugepaged/defrag becomes thpd's, for the override.
+        self.assertEqual(sorted(changed['changed']), ['knobs', 'override', 'ownership'])
 
         monitor.send_signal(signal.SIGINT)
         self.assertEqual(monitor.wait(5), 0)
@@ -742,7 +753,7 @@ class SignalsTest(ApiTestCase):
         # since the first), alone or with this one.
         self.ctl('override', '--for=1h', 'khugepaged/defrag=0')
         self.assertEqual(set(changed(naming='override')) - {'hugetlb_pools', 'status'},
-                         {'knobs', 'override', 'override_expires_at'})
+                         {'knobs', 'override', 'override_expires_at', 'ownership'})
         self.ctl('override', '--for=2h', 'khugepaged/defrag=0')
         self.assertEqual(changed(), ['override_expires_at'])
 
@@ -763,8 +774,9 @@ class SignalsTest(ApiTestCase):
         self.assertEqual(set(changed()) - {'knobs'}, {'recent_drift'})
         self.wait_knobs({'khugepaged/defrag': '0'})
 
+        # Cleared: khugepaged/defrag is the baseline's again.
         self.ctl('override', '--clear')
-        self.assertEqual(changed(), ['knobs', 'override', 'override_expires_at'])
+        self.assertEqual(changed(), ['knobs', 'override', 'override_expires_at', 'ownership'])
 
     def test_monitor_text_and_daemon_restart(self):
         self.write_policy('redis.conf', REDIS_POLICY)

@@ -23,7 +23,9 @@ writing the scratch knob files as TuneD, sysfsutils or an admin's oneshot unit w
   leftover given back (issue 42);
 - a TuneD stand-in (fake_tuned.py: TuneD's bus name and profile_changed signal) writes a held
   knob: restored at the write, then named "tuned.service (profile hpc-compute)"; switched again
-  and again, a conflict that names it.
+  and again, a conflict that names it, and still names it after thpd stops and starts again;
+- through all of these, status's Whose: lines and the Ownership property say whose each value
+  is: a writer's thpd yielded to (named, or unknown), thpd's for a policy, the baseline's.
 
 Every wait has a deadline and waits for a state (a log line, a knob value, a count); nothing
 samples a fixed window. The harness then checks that each daemon settles (idle, no bus traffic).
@@ -136,6 +138,30 @@ class DriftTest(ThpdTestCase):
 
     def validate(self, instance, verb):
         jsonschema.validate(instance, {**SCHEMA, '$ref': f'#/$defs/{verb}'}, cls=jsonschema.Draft202012Validator)
+
+    def assert_whose(self, **expected):
+        """Whose value each item named holds (knob=(whose, detail), '/' spelled '__'), as status
+        --json and show give the Ownership property, and the line of status's Whose: block that
+        names it."""
+        status = json.loads(self.ctl('--json', 'status'))
+        self.validate(status, 'status')
+        whose = {row['knob']: (row['whose'], row['detail']) for row in status['ownership']}
+        show = self.ctl('show', '-p', 'Ownership')
+        text = self.ctl('status')
+        for key, (owner, detail) in expected.items():
+            item = key.replace('__', '/')
+            self.assertEqual(whose.get(item), (owner, detail), f'{item}: {status["ownership"]}')
+            self.assertIn(f'Ownership.{item}.Whose={owner}\n', show)
+            if owner == 'baseline':
+                # Not named: every item no other line names.
+                self.assertRegex(text, r"\n  (Whose: +| +)every (other )?knob and pool: the baseline's\n", text)
+                self.assertNotRegex(text, rf"\n  (Whose: +| +)([^\n]*, )?{re.escape(item)}(, [^\n]*)?: ", text)
+                continue
+            said = {'thpd': f"thpd's ({detail})",
+                    'writer': f"the writer's, {detail}, which thpd yielded to" if detail else
+                              "an unknown writer's, which thpd yielded to"}[owner]
+            self.assertRegex(text, rf'\n  (Whose: +| +)([^\n]*, )?{re.escape(item)}(, [^\n]*)?: {re.escape(said)}\n',
+                             f'{item} in\n{text}')
 
     @staticmethod
     def count(daemon, pattern):
@@ -307,6 +333,8 @@ class DriftTest(ThpdTestCase):
             daemon.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it',
                             timeout=DEADLINE)
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('writer', None), khugepaged__pages_to_scan=('thpd', f'scan.conf for {APP}'),
+                          defrag=('baseline', None))
 
         daemon.stop()
         self.assertRegex(daemon.log(), r'enabled: leaving never, the value of an unknown writer, which thpd '
@@ -322,6 +350,8 @@ class DriftTest(ThpdTestCase):
         self.wait_knobs({'khugepaged/pages_to_scan': '2048'})
         self.assert_knobs(enabled='never')
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('writer', None), khugepaged__pages_to_scan=('thpd', f'scan.conf for {APP}'),
+                          defrag=('baseline', None))
 
     def test_3d_yield_outlasts_a_crash(self):
         """Issue 42, case 1 after a crash: the yield is recorded, and a thpd killed (SIGKILL) and
@@ -346,10 +376,12 @@ class DriftTest(ThpdTestCase):
         self.assert_knobs(enabled='never')
         self.assertIn('DriftConflicts=enabled\n', self.ctl('show', '-p', 'DriftConflicts'))
         self.assertNotRegex(second.log(), r'enabled: never -> madvise')
+        self.assert_whose(enabled=('writer', None), defrag=('baseline', None))
 
         self.ctl('reload')
         self.wait_knobs(enabled='madvise')
         self.assertIn('DriftConflicts=\n', self.ctl('show', '-p', 'DriftConflicts'))
+        self.assert_whose(enabled=('thpd', f'app.conf for {APP}'))
 
     def test_3e_yield_outlasts_a_restart_of_thpds_unit(self):
         """Issue 42, case 1 with systemctl restart thpd: the next instance takes the yield up
@@ -368,6 +400,7 @@ class DriftTest(ThpdTestCase):
         self.start_unit('thpd-test-tuned.service', '/bin/sh', '-c', script)
         wait_until(lambda: 'thpd-test-tuned.service keeps setting enabled=never' in log.read_text(), DEADLINE,
                    lambda: f'the conflict; the log:\n{log.read_text()}')
+        self.assert_whose(enabled=('writer', 'thpd-test-tuned.service'))
 
         self.stack.run('systemctl', '--user', 'restart', unit)
         wait_until(lambda: 'enabled: left at never to thpd-test-tuned.service' in log.read_text(), DEADLINE,
@@ -375,11 +408,13 @@ class DriftTest(ThpdTestCase):
         show = self.ctl('show', '-p', 'DriftConflicts')
         self.assertIn('DriftConflicts.enabled.Writer=thpd-test-tuned.service\n', show)
         self.assert_knobs(enabled='never')
+        self.assert_whose(enabled=('writer', 'thpd-test-tuned.service'), defrag=('baseline', None))
 
         self.stop_unit('thpd-test-tuned.service')
         wait_until(lambda: 'thpd-test-tuned.service stopped; thpd restores' in log.read_text(), DEADLINE,
                    'the conflict to end')
         self.wait_knobs(enabled='madvise')
+        self.assert_whose(enabled=('thpd', f'app.conf for {APP}'))
         self.stop_unit(unit)
         self.assert_knobs(enabled='always')
         self.assertEqual(log.read_text().count('enabled: never -> madvise'), 1, log.read_text())
@@ -585,6 +620,16 @@ class DriftTest(ThpdTestCase):
         self.assertEqual(self.kernel.read_knob('enabled'), 'always')
         self.assertEqual(self.count(daemon, r'enabled: found always instead of madvise'), 4)
         self.assertEqual(self.count(daemon, r'enabled: always -> madvise|enabled: \w+ -> madvise'), 4)
+        self.assert_whose(enabled=('writer', 'tuned.service (profile hpc-compute)'))
+
+        # Stopped and started again: TuneD's value stays (here the baseline's value too), and the
+        # record still names TuneD and what it said, although thpd yielded before TuneD named
+        # itself.
+        daemon.stop()
+        again = self.start_thpd()
+        again.wait_log(r'enabled: left at always to tuned\.service, which thpd yielded to', timeout=DEADLINE)
+        self.assert_knobs(enabled='always')
+        self.assert_whose(enabled=('writer', 'tuned.service (profile hpc-compute)'))
 
     def test_9_writer_process_named_with_cap_sys_admin(self):
         """With CAP_SYS_ADMIN (an admin's opt-in), fanotify names the writing process: a unit's

@@ -1495,6 +1495,112 @@ class SystemTest(unittest.TestCase):
         self.assertEqual(self.show(c)['DriftConflicts'], '')
         c.run('systemctl', 'disable', 'tuned')
 
+    def test_9d_tuned_under_redis(self):
+        """Issue 42 with Debian's TuneD under Redis, whose policy holds enabled=never.
+        tuned-adm profile hpc-compute (enabled=always), switched back and forth until thpd
+        yields (Drift.MaxRestores=), then systemctl restart thpd: TuneD's always stays
+        throughout, the new instance takes the yield up, and status says the value is TuneD's.
+        Then, TuneD gone, thpd killed with SIGKILL, and while it is down (a drop-in holds its
+        Restart= back for an hour, and the test starts it) Redis stops and the admin writes
+        always: the restarted thpd takes the admin's value as the baseline, reports it as
+        written while it was not running, and status says it is the baseline's."""
+        if os.uname().machine != 'x86_64':
+            self.skipTest('TuneD\'s throughput-performance sets THP on aarch64; the scenario needs one that does not')
+        c = self.boot()
+        self.install_thpd(c)
+        self.redis_up(c)
+        c.write('/etc/systemd/system/tuned.service.d/system-test.conf', '[Unit]\nStartLimitIntervalSec=0\n')
+        self.apt_install(c, 'tuned')
+        self.wait_state(c, 'tuned.service', ('active', 'running'))
+        self.tuned_profile(c, 'throughput-performance')
+        # Whatever TuneD's first profile did is forgiven: a reload gives every writer a fresh start.
+        self.ctl(c, 'reload')
+        self.wait_host(enabled='never', defrag='never')
+        show = self.show(c)
+        self.assertEqual((show['Ownership.enabled.Whose'], show['Ownership.enabled.Detail']),
+                         ('thpd', 'redis.conf for redis-server.service'))
+
+        # Each switch to hpc-compute writes always; thpd restores never until it gives up.
+        cursor = c.cursor()
+        found = r'^enabled: found always instead of never\b.*$'
+        for n in range(1, 11):
+            c.run('tuned-adm', 'profile', 'hpc-compute')
+            line = self.wait_journal_count(c, found, n, cursor)[n - 1]
+            if line.endswith('keeps setting enabled=always: thpd no longer restores it'):
+                break
+            self.wait_host(enabled='never')
+            c.run('tuned-adm', 'profile', 'balanced')
+        else:
+            self.fail('thpd did not yield to TuneD after ten switches')
+        log(f'{c.name}: thpd yielded enabled to TuneD at switch {n} to hpc-compute')
+        self.wait_host(enabled='always')
+        wait_until(lambda: self.show(c).get('Ownership.enabled.Detail') == 'tuned.service (profile hpc-compute)',
+                   DEADLINE, lambda: f'Ownership to name TuneD; show says {self.show(c)}')
+
+        # systemctl restart thpd: the next instance takes the yield up; always stays.
+        cursor = c.cursor()
+        with KnobWatch({ENABLED: 'always', DEFRAG: 'never'}) as watch:
+            c.run('systemctl', 'restart', 'thpd')
+            self.wait_journal(c, r'^enabled: left at always to tuned\.service, which thpd yielded to before it '
+                                 r'restarted', cursor)
+            self.wait_journal(c, r'^Following the systemd manager', cursor)
+        self.assertEqual(watch.seen, [])
+        self.assertNotRegex(c.journal(after=cursor, unit='thpd.service'), r'(?m)^enabled: always -> ')
+        show = self.show(c)
+        self.assertEqual(show['DriftConflicts.enabled.Writer'], 'tuned.service')
+        self.assertEqual((show['Ownership.enabled.Whose'], show['Ownership.enabled.Detail']),
+                         ('writer', 'tuned.service (profile hpc-compute)'))
+        self.assertEqual(show['Ownership.defrag.Whose'], 'thpd')
+        status = self.ctl(c, 'status').stdout
+        self.assertRegex(status, r"(?m)^  (Whose: +| +)enabled: the writer's, tuned\.service \(profile hpc-compute\), "
+                                 r"which thpd yielded to$")
+        log(f'{c.name}: thpd-ctl status after systemctl restart thpd, TuneD holding enabled:\n{status}')
+
+        # TuneD stops: the conflict is over, and never is thpd's again, for Redis.
+        cursor = c.cursor()
+        c.run('systemctl', 'disable', '--now', 'tuned')
+        self.wait_journal(c, r'tuned\.service stopped; thpd restores', cursor)
+        self.wait_host(enabled='never')
+        wait_until(lambda: self.show(c).get('Ownership.enabled.Whose') == 'thpd', DEADLINE,
+                   lambda: f'enabled to be thpd\'s again; show says {self.show(c)}')
+
+        # SIGKILL; while thpd is down, Redis stops and the admin writes always. Restart= would
+        # bring thpd back at once: a drop-in holds it back, and the test starts thpd itself.
+        dropin = '/etc/systemd/system/thpd.service.d/zz-system-test-down.conf'
+        c.write(dropin, '[Service]\nRestartSec=1h\n')
+        c.run('systemctl', 'daemon-reload')
+        cursor = c.cursor()
+        c.run('systemctl', 'kill', '-s', 'KILL', 'thpd')
+        wait_until(lambda: c.unit_state('thpd.service')[1].startswith('auto-restart'), DEADLINE,
+                   lambda: f'thpd.service to wait to restart; it is {c.unit_state("thpd.service")}')
+        c.run('systemctl', 'stop', 'redis-server')
+        c.sh(f'echo always > /sys/kernel/mm/{ENABLED}')
+        self.assertEqual(host(ENABLED), 'always')
+        c.run('systemctl', 'start', 'thpd')
+        c.run('rm', dropin)
+        c.run('systemctl', 'daemon-reload')
+        self.assertEqual(c.unit_state('thpd.service'), ('active', 'running'))
+        self.wait_journal(c, r'^enabled: found always instead of never, written while thpd was not running; no policy '
+                             r'holds it; taking it as the baseline', cursor)
+        # defrag holds what thpd left: its own, given back.
+        self.wait_host(enabled='always', defrag=base(DEFRAG))
+        show = self.show(c)
+        self.assertEqual(show['Knobs.enabled.Baseline'], 'always')
+        self.assertEqual((show['Ownership.enabled.Whose'], show['Ownership.enabled.Detail']), ('baseline', ''))
+        self.assertEqual(show['Ownership.defrag.Whose'], 'baseline')
+        status = self.ctl(c, 'status').stdout
+        self.assertRegex(status, r"(?m)^  Whose: +every knob and pool: the baseline's$")
+        self.assertIn('enabled=always instead of never, written while thpd was not running; adopted', status)
+        log(f'{c.name}: thpd-ctl status after the admin wrote always while thpd was down:\n{status}')
+
+        # The admin puts the host's value back, which thpd follows: nothing holds the knob.
+        if base(ENABLED) != 'always':
+            cursor = c.cursor()
+            c.sh(f'echo {base(ENABLED)} > /sys/kernel/mm/{ENABLED}')
+            self.wait_journal(c, rf'^enabled: found {re.escape(base(ENABLED))} instead of always, .*taking it as '
+                                 r'the baseline', cursor)
+        self.assertEqual(HOST.diff(BASELINE), {})
+
     def test_9c_sysfsutils(self):
         """Debian's sysfsutils with a line for enabled=never in /etc/sysfs.d beside a policy that
         wants madvise: each time its unit applies the file (at boot, or a restart), thpd

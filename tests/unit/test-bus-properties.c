@@ -160,9 +160,10 @@ START_TEST(test_digests_follow_the_state) {
         /* Nothing changed: nothing to announce. */
         ck_assert_uint_eq(changed(&d, digests), 0);
 
+        /* A knob the kernel has: its row in Knobs and in Ownership. */
         m->present[KNOB_DEFRAG] = true;
         m->applied[KNOB_DEFRAG] = 0;
-        ck_assert_uint_eq(changed(&d, digests), BIT(KNOBS) | BIT(STATUS));
+        ck_assert_uint_eq(changed(&d, digests), BIT(KNOBS) | BIT(STATUS) | BIT(OWNERSHIP));
         m->applied[KNOB_DEFRAG] = 1;
         ck_assert_uint_eq(changed(&d, digests), BIT(KNOBS) | BIT(STATUS));
 
@@ -218,9 +219,20 @@ START_TEST(test_digests_follow_the_state) {
         g_array_index(m->drift.conflicts, DriftConflict, 0).writer = g_strdup("tuned.service");
         ck_assert_uint_eq(changed(&d, digests), BIT(DRIFT_CONFLICTS));
 
+        /* Whose defrag is: thpd's leftover, then a writer's; what the writer said names it. */
+        m->own.knobs[KNOB_DEFRAG] = OWNER_THPD;
+        ck_assert_uint_eq(changed(&d, digests), BIT(OWNERSHIP));
+        m->own.knobs[KNOB_DEFRAG] = OWNER_WRITER;
+        ck_assert_uint_eq(changed(&d, digests), BIT(OWNERSHIP));
+        drift_restore_conflict(&m->drift, "defrag", "tuned.service", NULL, "never", 1);
+        ck_assert_uint_eq(changed(&d, digests), BIT(DRIFT_CONFLICTS) | BIT(STATUS) | BIT(OWNERSHIP));
+        g_array_index(m->drift.conflicts, DriftConflict, 1).writer_detail = g_strdup("profile hpc-compute");
+        ck_assert_uint_eq(changed(&d, digests), BIT(OWNERSHIP));
+
         /* Back to the first state, back to the first digests (but the two counted). */
         m->present[KNOB_DEFRAG] = false;
         m->applied[KNOB_DEFRAG] = KNOB_VALUE_UNSET;
+        m->own.knobs[KNOB_DEFRAG] = OWNER_BASELINE;
         g_array_set_size(m->pools, 0);
         g_hash_table_remove_all(m->isolation);
         g_hash_table_remove_all(m->per_service);

@@ -136,10 +136,14 @@ START_TEST(test_credit_announced) {
         ck_assert_int_eq(decide("enabled", true, NULL, T0 + 3), DRIFT_ACTION_YIELD);
         record("enabled", NULL, DRIFT_ACTION_YIELD, T0 + 3);
         ck_assert_ptr_null(drift_conflict(&S, "enabled")->writer);
+        ck_assert_ptr_null(drift_describe_conflict_writer(drift_conflict(&S, "enabled")));
         g_clear_pointer(&credited, g_ptr_array_unref);
         credited = drift_credit_announced(&S, "tuned.service", "profile hpc-compute", T0 - DRIFT_ANNOUNCE_USEC);
         ck_assert_uint_eq(credited->len, 1);
         ck_assert_str_eq(drift_conflict(&S, "enabled")->writer, "tuned.service");
+        g_clear_pointer(&who, g_free);
+        who = drift_describe_conflict_writer(drift_conflict(&S, "enabled"));
+        ck_assert_str_eq(who, "tuned.service (profile hpc-compute)");
         ck_assert(drift_has_writer(&S, "tuned.service"));
         /* Credited once: a second announcement finds nothing unnamed. */
         g_clear_pointer(&credited, g_ptr_array_unref);
@@ -195,11 +199,15 @@ END_TEST
 START_TEST(test_restored_conflict) {
         const DriftConflict *c;
 
-        drift_restore_conflict(&S, "enabled", "tuned.service", "always", T0);
-        drift_restore_conflict(&S, "enabled", "other.service", "never", T0 + 1);
+        g_autofree char *writer = NULL;
+
+        drift_restore_conflict(&S, "enabled", "tuned.service", "profile hpc-compute", "always", T0);
+        drift_restore_conflict(&S, "enabled", "other.service", NULL, "never", T0 + 1);
         c = drift_conflict(&S, "enabled");
         ck_assert_ptr_nonnull(c);
         ck_assert_str_eq(c->writer, "tuned.service");
+        writer = drift_describe_conflict_writer(c);
+        ck_assert_str_eq(writer, "tuned.service (profile hpc-compute)");
         ck_assert_str_eq(c->value, "always");
         ck_assert_uint_eq(c->since_realtime_usec, T0);
         ck_assert_uint_eq(S.conflicts->len, 1);

@@ -103,7 +103,7 @@ static void sut_note(Thpd *t, World *w, int i) {
         else if (o == OWNER_WRITER) {
                 c = drift_conflict(&t->drift, ITEMS[i]);
                 ck_assert_ptr_nonnull(c);
-                ownership_record_append_yield(line, ITEMS[i], c->writer, c->value, c->since_realtime_usec);
+                ownership_record_append_yield(line, ITEMS[i], c->writer, c->writer_detail, c->value, c->since_realtime_usec);
         }
         if (o != OWNER_BASELINE) {
                 if (!t->wanted[i] && streq_ptr(t->line[i], line->str))
@@ -257,7 +257,7 @@ static void sut_start(Thpd *t, World *w) {
                 if (i < POOL)
                         t->own.knobs_unjudged[KNOB_OF[i]] = down;
                 if (*owner_of(t, i) == OWNER_WRITER)
-                        drift_restore_conflict(&t->drift, ITEMS[i], it->writer, it->writer_value, it->since_usec);
+                        drift_restore_conflict(&t->drift, ITEMS[i], it->writer, it->writer_detail, it->writer_value, it->since_usec);
                 t->applied[i] = w->kernel[i];
         }
         /* thpd asks the manager about each writer in conflict: one that stopped ends it. */

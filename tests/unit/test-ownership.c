@@ -298,26 +298,35 @@ START_TEST(test_record) {
         g_string_truncate(s, 0);
         ownership_record_begin(s);
         ownership_record_append_thpd(s, "enabled", "never");
-        ownership_record_append_yield(s, "enabled", "tuned.service", "always", 1234);
-        ownership_record_append_yield(s, "defrag", NULL, "never", 5);
-        ownership_record_append_yield(s, "shmem_enabled", NULL, "advise", 6);
+        ownership_record_append_yield(s, "enabled", "tuned.service", "profile  hpc-compute", "always", 1234);
+        ownership_record_append_yield(s, "defrag", NULL, "ignored without a writer", "never", 5);
+        ownership_record_append_yield(s, "shmem_enabled", NULL, NULL, "advise", 6);
+        /* A detail that would break the line is left out. */
+        ownership_record_append_yield(s, "use_zero_page", "x.service", "two\nlines", "0", 7);
         ownership_record_append_thpd(s, "shmem_enabled", "never");
         g_hash_table_unref(items);
         items = parse(s->str, 0);
         it = g_hash_table_lookup(items, "enabled");
         ck_assert(it->yielded);
         ck_assert_str_eq(it->writer, "tuned.service");
+        /* The rest of the line, blanks and all. */
+        ck_assert_str_eq(it->writer_detail, "profile  hpc-compute");
         ck_assert_str_eq(it->writer_value, "always");
         ck_assert_uint_eq(it->since_usec, 1234);
         ck_assert_str_eq(it->value, "never");
         it = g_hash_table_lookup(items, "defrag");
         ck_assert(it->yielded);
         ck_assert_ptr_null(it->writer);
+        ck_assert_ptr_null(it->writer_detail);
+        it = g_hash_table_lookup(items, "use_zero_page");
+        ck_assert_str_eq(it->writer, "x.service");
+        ck_assert_ptr_null(it->writer_detail);
         it = g_hash_table_lookup(items, "shmem_enabled");
         ck_assert(!it->yielded);
         ck_assert_ptr_null(it->writer_value);
 
         g_hash_table_unref(parse(HEADER "yield enabled tuned.service always x\n", -EBADMSG));
+        g_hash_table_unref(parse(HEADER "yield enabled tuned.service always 5 \n", -EBADMSG));
         g_hash_table_unref(parse("# thpd units v1\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "thpd enabled\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "yield enabled never\n", -EBADMSG));
