@@ -35,13 +35,20 @@ static OwnershipRecordItem *get_item(GHashTable *items, const char *item) {
         return it;
 }
 
-static void set_thpd(GHashTable *items, const char *item, const char *value) {
-        OwnershipRecordItem *it = get_item(items, item);
-
+/* thpd writes only what it did not yield, or no longer yields: a "want" or "thpd" line ends a
+ * yield, writer and all. */
+static void end_yield(OwnershipRecordItem *it) {
         it->yielded = false;
+        it->since_usec = 0;
         g_clear_pointer(&it->writer, g_free);
         g_clear_pointer(&it->writer_detail, g_free);
         g_clear_pointer(&it->writer_value, g_free);
+}
+
+static void set_thpd(GHashTable *items, const char *item, const char *value) {
+        OwnershipRecordItem *it = get_item(items, item);
+
+        end_yield(it);
         g_clear_pointer(&it->wanted, g_free);
         g_free(it->value);
         it->value = g_strdup(value);
@@ -77,8 +84,7 @@ int ownership_record_parse(const char *text, GHashTable *items) {
                 else if (streq(words[0], "want") && n_words == 3 && valid_word(words[2])) {
                         OwnershipRecordItem *w = get_item(parsed, words[1]);
 
-                        /* thpd writes only what it did not yield, or no longer yields. */
-                        w->yielded = false;
+                        end_yield(w);
                         g_free(w->wanted);
                         w->wanted = g_strdup(words[2]);
                 }

@@ -325,6 +325,19 @@ START_TEST(test_record) {
         ck_assert(!it->yielded);
         ck_assert_ptr_null(it->writer_value);
 
+        /* A write begun after a yield ended it ends it in the record too: nothing of the writer
+         * is left to name at the next start. */
+        ownership_record_append_want(s, "enabled", "madvise");
+        g_hash_table_unref(items);
+        items = parse(s->str, 0);
+        it = g_hash_table_lookup(items, "enabled");
+        ck_assert(!it->yielded);
+        ck_assert_ptr_null(it->writer);
+        ck_assert_ptr_null(it->writer_detail);
+        ck_assert_ptr_null(it->writer_value);
+        ck_assert_uint_eq(it->since_usec, 0);
+        ck_assert_str_eq(it->wanted, "madvise");
+
         g_hash_table_unref(parse(HEADER "yield enabled tuned.service always x\n", -EBADMSG));
         g_hash_table_unref(parse(HEADER "yield enabled tuned.service always 5 \n", -EBADMSG));
         g_hash_table_unref(parse("# thpd units v1\n", -EBADMSG));
