@@ -297,13 +297,24 @@ class CrashTest(ThpdTestCase):
         while it was down."""
         daemon = self.start_thpd()
         for knob, value in sorted(conflicts.items()):
-            daemon.wait_log(rf'{re.escape(knob)}: left at {re.escape(value)} to an unknown writer, which thpd yielded '
-                            r'to before it restarted', timeout=20)
-        if down_log:
-            daemon.wait_log(down_log, timeout=20)
-        if down_record:
-            wait_until(lambda: self.recorded(down_record), 20, f'thpd to record "{down_record}" as its baseline')
+            left = daemon.wait_log(rf'^{re.escape(knob)}: left at (\S+) to an unknown writer, which thpd yielded to '
+                                   r'before it restarted', timeout=20)
+            if left.group(1) != value:
+                self.mismatches.append(f'start {len(self.daemons)}: {knob} left at {left.group(1)}, must be {value}')
+        # Not seen within the deadline, it is a mismatch, and the rounds go on to count them all.
+        if down_log and not self.within(20, lambda: re.search(down_log, daemon.log(), re.M)):
+            self.mismatches.append(f'start {len(self.daemons)}: no log line matching {down_log!r}')
+        if down_record and not self.within(20, lambda: self.recorded(down_record)):
+            self.mismatches.append(f'start {len(self.daemons)}: "{down_record}" not in the baseline record')
         return daemon
+
+    @staticmethod
+    def within(timeout, predicate):
+        try:
+            wait_until(predicate, timeout)
+            return True
+        except AssertionError:
+            return False
 
     @staticmethod
     def mitigation_level(daemon):
