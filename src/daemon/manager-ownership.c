@@ -150,8 +150,13 @@ static bool started(Manager *m, Owner *owner, const char *item, const OwnershipR
         *owner = ownership_at_start(s, &while_down);
         if (*owner == OWNER_WRITER) {
                 drift_restore_conflict(&m->drift, item, it->writer, it->writer_detail, it->writer_value, it->since_usec);
-                log_notice("%s: left at %s to %s, which thpd yielded to before it restarted; the conflict ends when "
-                           "that writer stops or at a reload.", item, value, it->writer ?: "an unknown writer");
+                /* A writer thpd could not name has no unit whose stop it could see. */
+                if (it->writer)
+                        log_notice("%s: left at %s to %s, which thpd yielded to before it restarted; the conflict "
+                                   "ends when that writer stops or at a reload.", item, value, it->writer);
+                else
+                        log_notice("%s: left at %s to an unknown writer, which thpd yielded to before it restarted; "
+                                   "the conflict ends at a reload.", item, value);
         }
         line = record_line(m, item, *owner, value);
         if (line)
