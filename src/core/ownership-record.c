@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "ownership-record.h"
+#include "unit-record.h"
 #include "util.h"
 
 #define OWNERSHIP_RECORD_HEADER "# thpd ownership v1: what thpd wrote, per knob and pool\n"
@@ -19,10 +20,6 @@ static void item_free(gpointer p) {
 
 GHashTable *ownership_record_items_new(void) {
         return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, item_free);
-}
-
-static bool valid_word(const char *s) {
-        return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
 }
 
 static OwnershipRecordItem *get_item(GHashTable *items, const char *item) {
@@ -56,32 +53,22 @@ static void set_thpd(GHashTable *items, const char *item, const char *value) {
 
 int ownership_record_parse(const char *text, GHashTable *items) {
         g_autoptr(GHashTable) parsed = ownership_record_items_new();
-        g_auto(GStrv) lines = NULL;
+        g_autoptr(GPtrArray) lines = NULL;
         GHashTableIter iter;
         gpointer item, it;
         uint64_t since;
-        size_t n;
+        int r;
 
-        if (!g_str_has_prefix(text, OWNERSHIP_RECORD_HEADER))
-                return -EBADMSG;
-        lines = g_strsplit(text + strlen(OWNERSHIP_RECORD_HEADER), "\n", -1);
-        /* After the last newline: "" for a whole record, or a line whose write was cut short. */
-        n = g_strv_length(lines);
-        if (n > 0)
-                n--;
-        for (size_t i = 0; i < n; i++) {
-                g_auto(GStrv) words = NULL;
-                guint n_words;
+        r = record_split_lines(text, OWNERSHIP_RECORD_HEADER, &lines);
+        if (r < 0)
+                return r;
+        for (guint i = 0; i < lines->len; i++) {
+                char **words = g_ptr_array_index(lines, i);
+                guint n_words = g_strv_length(words);
 
-                if (lines[i][0] == '\0')
-                        continue;
-                words = g_strsplit(lines[i], " ", -1);
-                n_words = g_strv_length(words);
-                if (n_words < 2 || !valid_word(words[1]))
-                        return -EBADMSG;
-                if (streq(words[0], "thpd") && n_words == 3 && valid_word(words[2]))
+                if (streq(words[0], "thpd") && n_words == 3 && record_word_valid(words[2]))
                         set_thpd(parsed, words[1], words[2]);
-                else if (streq(words[0], "want") && n_words == 3 && valid_word(words[2])) {
+                else if (streq(words[0], "want") && n_words == 3 && record_word_valid(words[2])) {
                         OwnershipRecordItem *w = get_item(parsed, words[1]);
 
                         end_yield(w);
@@ -90,8 +77,8 @@ int ownership_record_parse(const char *text, GHashTable *items) {
                 }
                 else if (streq(words[0], "baseline") && n_words == 2)
                         g_hash_table_remove(parsed, words[1]);
-                else if (streq(words[0], "yield") && n_words >= 5 && valid_word(words[2]) && valid_word(words[3]) &&
-                         parse_u64(words[4], &since) >= 0) {
+                else if (streq(words[0], "yield") && n_words >= 5 && record_word_valid(words[2]) &&
+                         record_word_valid(words[3]) && parse_u64(words[4], &since) >= 0) {
                         OwnershipRecordItem *y = get_item(parsed, words[1]);
                         g_autofree char *detail = n_words > 5 ? g_strjoinv(" ", words + 5) : NULL;
 

@@ -8,39 +8,55 @@
 
 #define UNIT_RECORD_HEADER "# thpd units v1: units of active policies (started under them, or needing a restart)\n"
 
-static bool valid_word(const char *s) {
+bool record_word_valid(const char *s) {
         return s && s[0] != '\0' && !strpbrk(s, " \t\n") && g_utf8_validate(s, -1, NULL);
 }
 
-int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart) {
-        g_autoptr(GHashTable) wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        g_autoptr(GHashTable) hints = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+int record_split_lines(const char *text, const char *header, GPtrArray **ret) {
+        g_autoptr(GPtrArray) split = g_ptr_array_new_with_free_func((GDestroyNotify) g_strfreev);
         g_auto(GStrv) lines = NULL;
-        GHashTableIter iter;
-        gpointer unit, policy;
         size_t n;
 
-        if (!g_str_has_prefix(text, UNIT_RECORD_HEADER))
+        if (!g_str_has_prefix(text, header))
                 return -EBADMSG;
-        lines = g_strsplit(text + strlen(UNIT_RECORD_HEADER), "\n", -1);
+        lines = g_strsplit(text + strlen(header), "\n", -1);
         /* After the last newline: "" for a whole record, or a line whose write was cut short
          * (g_strsplit() gives no string at all for an empty record). */
         n = g_strv_length(lines);
         if (n > 0)
                 n--;
         for (size_t i = 0; i < n; i++) {
-                g_auto(GStrv) words = NULL;
-                guint n_words;
+                char **words;
 
                 if (lines[i][0] == '\0')
                         continue;
                 words = g_strsplit(lines[i], " ", -1);
-                n_words = g_strv_length(words);
-                if (n_words < 2 || !valid_word(words[1]))
+                g_ptr_array_add(split, words);
+                if (g_strv_length(words) < 2 || !record_word_valid(words[1]))
                         return -EBADMSG;
+        }
+        *ret = g_steal_pointer(&split);
+        return 0;
+}
+
+int unit_record_parse(const char *text, GHashTable *started, GHashTable *needs_restart) {
+        g_autoptr(GHashTable) wanted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) hints = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autoptr(GPtrArray) lines = NULL;
+        GHashTableIter iter;
+        gpointer unit, policy;
+        int r;
+
+        r = record_split_lines(text, UNIT_RECORD_HEADER, &lines);
+        if (r < 0)
+                return r;
+        for (guint i = 0; i < lines->len; i++) {
+                char **words = g_ptr_array_index(lines, i);
+                guint n_words = g_strv_length(words);
+
                 if (streq(words[0], "started") && n_words == 2)
                         g_hash_table_add(wanted, g_strdup(words[1]));
-                else if (streq(words[0], "restart") && n_words == 3 && valid_word(words[2])) {
+                else if (streq(words[0], "restart") && n_words == 3 && record_word_valid(words[2])) {
                         g_hash_table_add(wanted, g_strdup(words[1]));
                         g_hash_table_insert(hints, g_strdup(words[1]), g_strdup(words[2]));
                 } else if (streq(words[0], "unhint") && n_words == 2)

@@ -34,6 +34,14 @@ typedef enum UnitRecordChange {
 /* Appends the line for one change to journal. */
 void unit_record_append_change(GString *journal, UnitRecordChange change, const char *unit, const char *policy);
 
+/* The line format both records in /run/thpd share (this one and ownership-record.h): header,
+ * then lines of words separated by one blank, the second word a name (record_word_valid()).
+ * Returns in *ret the complete lines, each split into words (a GStrv; empty lines skipped, a last
+ * line without its newline ignored), or -EBADMSG for text that is not such a record. */
+int record_split_lines(const char *text, const char *header, GPtrArray **ret);
+/* A word a record can hold: not empty, no blanks, UTF-8. */
+bool record_word_valid(const char *s);
+
 /* Whether adding more bytes of changes may go on a record whose snapshot was snapshot bytes and
  * which has had appended bytes since, or the snapshot should be written again: the appended
  * lines stay no longer than the snapshot (or 4 KiB), and the whole under read_limit, what a
