@@ -482,13 +482,14 @@ static void judge(Manager *m, bool everything, bool act) {
 
         if (events->len == 0)
                 goto done;
-        /* Named once: the writer fanotify saw goes with the change it made. Kept while nothing
-         * changed: a shell's O_TRUNC is seen, and its writer named, before the write. */
-        clear_process(w);
         /* A conflict that began now: whether its writer runs tells when it stops. A job still
          * running is asked about when it ends. */
         if (l.writer && l.credit != DRIFT_CREDIT_JOB_RUNNING)
                 query_writer(m, l.writer);
+        /* Named once: the writer fanotify saw goes with the change it made. Kept while nothing
+         * changed: a shell's O_TRUNC is seen, and its writer named, before the write. Cleared
+         * only here: l.writer and l.detail may point into it. */
+        clear_process(w);
         record_events(m, events, since);
         publish_drift(m, (const DriftEvent *) events->data, events->len);
         /* The plan restores what is held, adopts what is not and leaves the yielded alone. */
