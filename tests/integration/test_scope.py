@@ -98,6 +98,15 @@ class ScopeCase(test_api.ApiTestCase):
     def isolated(self):
         return test_api.busctl_property(self.stack, 'IsolatedServices')
 
+    def wait_thp_off(self, unit):
+        """Waits for the unit's main process to run with THP_enabled: 0. The unit is active as soon
+        as it forked, and thpd-exec's prctl comes after: thpd counts such a process as starting,
+        so the unit may show as isolated before the process reads 0."""
+        def off():
+            pid = self.main_pid(unit)
+            return pid > 0 and thp_enabled(pid) == 0
+        wait_until(off, message=lambda: f'{unit}\'s main process to run with THP_enabled: 0')
+
 
 class ScopeTest(ScopeCase):
 
@@ -122,7 +131,7 @@ class ScopeTest(ScopeCase):
         self.start_unit(BATCH)
         self.wait_knobs(enabled='always')
 
-        self.assertEqual(thp_enabled(self.main_pid(SCOPED)), 0)
+        self.wait_thp_off(SCOPED)
         self.assertEqual(thp_enabled(self.main_pid(BATCH)), 1)
         # The note may also count the process as "starting through thpd-exec": the unit is active
         # as soon as it forked, and thpd may look before the helper's prctl.
@@ -164,7 +173,7 @@ class ScopeTest(ScopeCase):
         wait_until(lambda: test_api.busctl_property(self.stack, 'NeedsRestart') == [],
                    message=lambda: f'NeedsRestart to empty: {self.isolated()}')
         self.assertEqual(self.isolated()[0][3], 'isolated')
-        self.assertEqual(thp_enabled(self.main_pid(SCOPED)), 0)
+        self.wait_thp_off(SCOPED)
 
 
 MONGOD = 'mongod.service'
@@ -215,7 +224,7 @@ class MixedHostTest(ScopeCase):
         self.start(MONGOD)
         self.wait_knobs({'enabled': 'always', 'defrag': 'defer+madvise', 'khugepaged/max_ptes_none': '0'})
         wait_until(lambda: self.row(REDIS)[7] is False, message=lambda: f'{REDIS} met per service: {self.isolated()}')
-        self.assertEqual(thp_enabled(self.main_pid(REDIS)), 0)
+        self.wait_thp_off(REDIS)
         self.assertEqual(thp_enabled(self.main_pid(MONGOD)), 1)
         self.assertEqual(test_api.busctl_property(self.stack, 'NeedsRestart'), [])
 
