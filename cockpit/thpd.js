@@ -363,12 +363,12 @@
         $("pools-table").hidden = pools.length === 0;
         $("pools-body").replaceChildren(...pools.map(([kb, node, target, allocated, free, shortfall]) =>
             row({},
-               rowHeader({ "data-label": "Page size", text: kb >= 1048576 ? `${kb / 1048576} GiB` : `${kb / 1024} MiB` }),
-               cell("Node", node < 0 ? "all" : String(node)),
-               cell("Requested", String(target)),
-               cell("Allocated", el("span", { class: allocated < target ? "thpd-pending" : "", text: String(allocated) })),
-               cell("Free", String(free)),
-               cell("Shortfall", shortfall ? el("span", { class: "thpd-pending", text: shortfall }) : "none"))));
+                rowHeader({ "data-label": "Page size", text: kb >= 1048576 ? `${kb / 1048576} GiB` : `${kb / 1024} MiB` }),
+                cell("Node", node < 0 ? "all" : String(node)),
+                cell("Requested", String(target)),
+                cell("Allocated", el("span", { class: allocated < target ? "thpd-pending" : "", text: String(allocated) })),
+                cell("Free", String(free)),
+                cell("Shortfall", shortfall ? el("span", { class: "thpd-pending", text: shortfall }) : "none"))));
     }
 
     function renderStorms() {
@@ -382,12 +382,12 @@
         $("storms-table").hidden = storms.length === 0;
         $("storms-body").replaceChildren(...storms.map(([kind, phase, figures]) =>
             row({ "data-kind": kind },
-               rowHeader({ "data-label": "Kind", text: kind }),
-               cell("Phase", phase),
-               cell("Figures", el("span", {
-                   class: "thpd-mono",
-                   text: Object.entries(figures || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ") || "—",
-               })))));
+                rowHeader({ "data-label": "Kind", text: kind }),
+                cell("Phase", phase),
+                cell("Figures", el("span", {
+                    class: "thpd-mono",
+                    text: Object.entries(figures || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ") || "—",
+                })))));
     }
 
     function refreshStorms() {
@@ -640,11 +640,11 @@
         $("usage-table").hidden = rows.length === 0;
         $("usage-body").replaceChildren(...rows.map(([unit, policy, anon, shmem, source]) =>
             row({},
-               rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
-               cell("Policy", policy),
-               cell("Anonymous THP", formatBytes(anon)),
-               cell("Shmem THP", formatBytes(shmem)),
-               cell("Read from", source || "nowhere (unknown)"))));
+                rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+                cell("Policy", policy),
+                cell("Anonymous THP", formatBytes(anon)),
+                cell("Shmem THP", formatBytes(shmem)),
+                cell("Read from", source || "nowhere (unknown)"))));
     }
 
     let usagePending = false;
@@ -663,13 +663,13 @@
         $("isolated").hidden = rows.length === 0;
         $("isolated-body").replaceChildren(...rows.map(([unit, policy, mode, state, note, scope, via, machineWide]) =>
             row({},
-               rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
-               cell("Policy", scope === "auto"
-                   ? `${policy} (Scope=auto, ${machineWide ? "also machine-wide" : "met per service"})`
-                   : policy),
-               cell("Its processes get", `THP ${mode}, via ${via}`),
-               cell("State", state),
-               cell("Note", note || "—"))));
+                rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+                cell("Policy", scope === "auto"
+                    ? `${policy} (Scope=auto, ${machineWide ? "also machine-wide" : "met per service"})`
+                    : policy),
+                cell("Its processes get", `THP ${mode}, via ${via}`),
+                cell("State", state),
+                cell("Note", note || "—"))));
     }
 
     /* --- start */
