@@ -1327,7 +1327,7 @@ class SystemTest(unittest.TestCase):
                    'the page after resizing')
         # From the top (the keyboard's focus scrolled to the form); light and dark, kept per
         # suite for people to look at (THPD_COCKPIT_SCREENSHOT=DIR copies them there too).
-        admin.evaluate('thpdDoc().activeElement.blur(); thpdDoc().querySelector(".pf-v6-c-page__main-container").scrollTop = 0; true')
+        admin.evaluate('thpdDoc().activeElement.blur(); thpdDoc().querySelector(".pf-v6-c-page__main").scrollTop = 0; true')
         shots = []
         for theme in ('light', 'dark'):
             admin.emulate(width=1280, height=1500, dark=theme == 'dark')
