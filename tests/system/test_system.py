@@ -1331,8 +1331,9 @@ class SystemTest(unittest.TestCase):
         shots = []
         for theme in ('light', 'dark'):
             admin.emulate(width=1280, height=1500, dark=theme == 'dark')
-            admin.wait(f'thpdDoc().documentElement.classList.contains("pf-v6-theme-dark") === {str(theme == "dark").lower()}',
-                       DEADLINE, f'the {theme} theme for the screenshot')
+            # PatternFly's colour transitions finished too: a picture taken mid-way mixes themes.
+            admin.wait(f'thpdDoc().documentElement.classList.contains("pf-v6-theme-dark") === {str(theme == "dark").lower()} && '
+                       'thpdDoc().getAnimations().length === 0', DEADLINE, f'the {theme} theme for the screenshot')
             shots.append(WORKDIR / f'cockpit-{SUITE}-{theme}.png')
             admin.screenshot(str(shots[-1]))
         admin.emulate(dark=False)
