@@ -64,16 +64,50 @@
         return node;
     }
 
-    /* A table cell; its content is one element, so that the narrow layout (a grid of label and
-       content) keeps it together. */
+    /* A table cell (PatternFly 6 puts a class on every row and cell); its content is one
+       element, so that the narrow layout (a grid of label and content) keeps it together. */
     function cell(label, ...children) {
-        return el("td", { "data-label": label || null }, el("span", {}, ...children));
+        return el("td", { class: "pf-v6-c-table__td", "data-label": label || null }, el("span", {}, ...children));
     }
 
-    /* --- the theme: Cockpit 287's convention (pkg/lib/cockpit-dark-theme.js, which bundled
-       pages include): the shell's choice in localStorage "shell:style" ("auto", "light",
-       "dark"), sent again as a "cockpit-style" event when the user changes it; "auto" follows
-       the browser's prefers-color-scheme. Dark is the pf-theme-dark class on <html>. */
+    function row(attrs, ...cells) {
+        return el("tr", Object.assign({}, attrs, { class: ["pf-v6-c-table__tr", attrs.class].filter(Boolean).join(" ") }), ...cells);
+    }
+
+    /* The row's header cell. */
+    function rowHeader(attrs, ...children) {
+        return el("th", Object.assign({ scope: "row" }, attrs, {
+            class: ["pf-v6-c-table__th", attrs.class].filter(Boolean).join(" "),
+        }), ...children);
+    }
+
+    /* PatternFly 6's form control: the wrapper span draws the border, the focus line and the
+       disabled look; a select also gets the toggle icon, as index.html has it. */
+    function formControl(control) {
+        const wrapper = el("span", { class: "pf-v6-c-form-control" }, control);
+        if (control.tagName === "SELECT") {
+            const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+            for (const [key, value] of Object.entries({ class: "pf-v6-svg", viewBox: "0 0 10 6", fill: "currentColor", "aria-hidden": "true", width: "1em", height: "1em" }))
+                svg.setAttribute(key, value);
+            const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+            path.setAttribute("d", "M0 0h10L5 6z");
+            svg.append(path);
+            wrapper.append(el("span", { class: "pf-v6-c-form-control__utilities" },
+                              el("span", { class: "pf-v6-c-form-control__toggle-icon" }, svg)));
+        }
+        return wrapper;
+    }
+
+    function button(attrs, text) {
+        return el("button", attrs, el("span", { class: "pf-v6-c-button__text", text }));
+    }
+
+    /* --- the theme: Cockpit's convention (pkg/lib/cockpit-dark-theme, which every Cockpit page
+       includes; the same from 287 to 370): the shell's choice in localStorage "shell:style"
+       ("auto", "light", "dark"), sent again as a "cockpit-style" event when the user changes
+       it; "auto" follows the browser's prefers-color-scheme. The shell sets no class in a
+       page's frame: the page sets the dark class of the PatternFly it ships, pf-v6-theme-dark
+       on <html>, whatever PatternFly the shell itself has. */
 
     const darkQuery = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
 
@@ -87,7 +121,7 @@
         }
         style = style || "auto";
         const dark = style === "dark" || (style === "auto" && darkQuery !== null && darkQuery.matches);
-        document.documentElement.classList.toggle("pf-theme-dark", dark);
+        document.documentElement.classList.toggle("pf-v6-theme-dark", dark);
     }
 
     applyTheme();
@@ -185,25 +219,24 @@
             const moved = applied !== baseline;
             const appliedCell = cell("Applied", el("span", { class: "thpd-value" + (moved ? " thpd-moved" : ""), text: applied }),
                                      applied !== target ? el("span", { class: "thpd-pending", text: ` (target ${target} not applied)` }) : null);
-            rows.push(el("tr", { "data-knob": name },
-                         el("th", { scope: "row", "data-label": "Knob", class: "thpd-mono", text: name }),
+            rows.push(row({ "data-knob": name },
+                          rowHeader({ "data-label": "Knob", class: "thpd-mono", text: name }),
                          appliedCell,
                          cell("Target", el("span", { class: "thpd-value", text: target })),
                          cell("Baseline", el("span", { class: "thpd-value", text: baseline })),
                          cell("Source", sourceBadge(source), sourceText(source, policy, unit)),
-                         el("td", {},
-                            el("button", {
-                                type: "button",
-                                class: "pf-c-button pf-m-link pf-m-inline",
-                                "aria-expanded": open ? "true" : "false",
-                                "aria-label": `Explain ${name}`,
-                                onclick: () => toggleExplain(name),
-                                text: open ? "Hide votes" : "Explain",
-                            }))));
+                          el("td", { class: "pf-v6-c-table__td" },
+                             button({
+                                 type: "button",
+                                 class: "pf-v6-c-button pf-m-link pf-m-inline",
+                                 "aria-expanded": open ? "true" : "false",
+                                 "aria-label": `Explain ${name}`,
+                                 onclick: () => toggleExplain(name),
+                             }, open ? "Hide votes" : "Explain"))));
             if (open) {
                 const votes = explained.get(name) || [];
-                rows.push(el("tr", { class: "thpd-explain-row" },
-                             el("td", { colspan: "6" },
+                rows.push(row({ class: "thpd-explain-row" },
+                              el("td", { class: "pf-v6-c-table__td", colspan: "6" },
                                 el("ul", { class: "thpd-votes", "aria-label": `Votes on ${name}` },
                                    votes.map(([, value, vsource, vpolicy, vunit, wins]) =>
                                        el("li", { class: wins ? "thpd-wins" : "" },
@@ -271,18 +304,17 @@
     function renderOverrideValues() {
         const knob = $("override-knob").value;
         const words = knobWords(knob);
-        const old = $("override-value");
+        const old = $("override-value").closest(".pf-v6-c-form-control");
         let control;
         if (words) {
-            control = el("select", { class: "pf-c-form-control", id: "override-value" },
-                         words.map(w => el("option", { value: w, text: w })));
+            control = el("select", { id: "override-value" }, words.map(w => el("option", { value: w, text: w })));
         } else {
-            control = el("input", { class: "pf-c-form-control", id: "override-value", type: "number", min: "0", step: "1" });
+            control = el("input", { id: "override-value", type: "number", min: "0", step: "1" });
             const row = (manager.Knobs || []).find(r => r[0] === knob);
             if (row)
                 control.value = row[1];
         }
-        old.replaceWith(control);
+        old.replaceWith(formControl(control));
         updateControls();
     }
 
@@ -304,24 +336,24 @@
             const units = active.has(name)
                 ? el("span", { class: "thpd-mono", text: active.get(name).join(" ") })
                 : el("span", { class: "thpd-muted thpd-mono", text: (patterns || []).join(" ") });
-            rows.push(el("tr", { "data-policy": name, "data-state": state },
-                         el("th", { scope: "row", "data-label": "Policy", title: description || null, text: name }),
-                         cell("State", state === "active" ? el("strong", { text: state }) : state),
-                         cell("Units", units),
-                         cell("File", el("span", { class: "thpd-mono", text: maskedBy ? `masked by ${maskedBy}` : path }))));
+            rows.push(row({ "data-policy": name, "data-state": state },
+                          rowHeader({ "data-label": "Policy", title: description || null, text: name }),
+                          cell("State", state === "active" ? el("strong", { text: state }) : state),
+                          cell("Units", units),
+                          cell("File", el("span", { class: "thpd-mono", text: maskedBy ? `masked by ${maskedBy}` : path }))));
         }
         /* ListPolicies may lag behind a change event; the property is the truth for what is active. */
         for (const [name, units] of active) {
             if (!seen.has(name)) {
-                rows.push(el("tr", { "data-policy": name, "data-state": "active" },
-                             el("th", { scope: "row", "data-label": "Policy", text: name }),
-                             cell("State", el("strong", { text: "active" })),
-                             cell("Units", el("span", { class: "thpd-mono", text: units.join(" ") })),
-                             cell("File", "")));
+                rows.push(row({ "data-policy": name, "data-state": "active" },
+                              rowHeader({ "data-label": "Policy", text: name }),
+                              cell("State", el("strong", { text: "active" })),
+                              cell("Units", el("span", { class: "thpd-mono", text: units.join(" ") })),
+                              cell("File", "")));
             }
         }
         if (rows.length === 0)
-            rows.push(el("tr", {}, el("td", { colspan: "4", class: "thpd-muted", text: "No policy files found." })));
+            rows.push(row({}, el("td", { colspan: "4", class: "pf-v6-c-table__td thpd-muted", text: "No policy files found." })));
         $("policies-body").replaceChildren(...rows);
     }
 
@@ -330,13 +362,13 @@
         $("pools-none").hidden = pools.length > 0;
         $("pools-table").hidden = pools.length === 0;
         $("pools-body").replaceChildren(...pools.map(([kb, node, target, allocated, free, shortfall]) =>
-            el("tr", {},
-               el("th", { scope: "row", "data-label": "Page size", text: kb >= 1048576 ? `${kb / 1048576} GiB` : `${kb / 1024} MiB` }),
-               cell("Node", node < 0 ? "all" : String(node)),
-               cell("Requested", String(target)),
-               cell("Allocated", el("span", { class: allocated < target ? "thpd-pending" : "", text: String(allocated) })),
-               cell("Free", String(free)),
-               cell("Shortfall", shortfall ? el("span", { class: "thpd-pending", text: shortfall }) : "none"))));
+            row({},
+                rowHeader({ "data-label": "Page size", text: kb >= 1048576 ? `${kb / 1048576} GiB` : `${kb / 1024} MiB` }),
+                cell("Node", node < 0 ? "all" : String(node)),
+                cell("Requested", String(target)),
+                cell("Allocated", el("span", { class: allocated < target ? "thpd-pending" : "", text: String(allocated) })),
+                cell("Free", String(free)),
+                cell("Shortfall", shortfall ? el("span", { class: "thpd-pending", text: shortfall }) : "none"))));
     }
 
     function renderStorms() {
@@ -349,13 +381,13 @@
                                          ` (action: ${action}: ${explainAction})`);
         $("storms-table").hidden = storms.length === 0;
         $("storms-body").replaceChildren(...storms.map(([kind, phase, figures]) =>
-            el("tr", { "data-kind": kind },
-               el("th", { scope: "row", "data-label": "Kind", text: kind }),
-               cell("Phase", phase),
-               cell("Figures", el("span", {
-                   class: "thpd-mono",
-                   text: Object.entries(figures || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ") || "—",
-               })))));
+            row({ "data-kind": kind },
+                rowHeader({ "data-label": "Kind", text: kind }),
+                cell("Phase", phase),
+                cell("Figures", el("span", {
+                    class: "thpd-mono",
+                    text: Object.entries(figures || {}).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(" ") || "—",
+                })))));
     }
 
     function refreshStorms() {
@@ -494,6 +526,9 @@
         const disabled = !allowed || !up || busy;
         for (const id of ["override-knob", "override-value", "override-duration", "override-set", "reload"])
             $(id).disabled = disabled;
+        /* PatternFly 6 draws a disabled field on its wrapper. */
+        for (const id of ["override-knob", "override-value", "override-duration"])
+            $(id).closest(".pf-v6-c-form-control").classList.toggle("pf-m-disabled", disabled);
         $("override-clear").disabled = disabled || $("override-clear").dataset.empty === "1";
         $("limited-alert").hidden = permission.allowed !== false;
         const hint = allowed ? "" : "Needs administrative access";
@@ -604,12 +639,12 @@
         $("usage-none").hidden = rows.length > 0;
         $("usage-table").hidden = rows.length === 0;
         $("usage-body").replaceChildren(...rows.map(([unit, policy, anon, shmem, source]) =>
-            el("tr", {},
-               el("th", { scope: "row", "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
-               cell("Policy", policy),
-               cell("Anonymous THP", formatBytes(anon)),
-               cell("Shmem THP", formatBytes(shmem)),
-               cell("Read from", source || "nowhere (unknown)"))));
+            row({},
+                rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+                cell("Policy", policy),
+                cell("Anonymous THP", formatBytes(anon)),
+                cell("Shmem THP", formatBytes(shmem)),
+                cell("Read from", source || "nowhere (unknown)"))));
     }
 
     let usagePending = false;
@@ -627,14 +662,14 @@
         const rows = manager.IsolatedServices || [];
         $("isolated").hidden = rows.length === 0;
         $("isolated-body").replaceChildren(...rows.map(([unit, policy, mode, state, note, scope, via, machineWide]) =>
-            el("tr", {},
-               el("th", { scope: "row", "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
-               cell("Policy", scope === "auto"
-                   ? `${policy} (Scope=auto, ${machineWide ? "also machine-wide" : "met per service"})`
-                   : policy),
-               cell("Its processes get", `THP ${mode}, via ${via}`),
-               cell("State", state),
-               cell("Note", note || "—"))));
+            row({},
+                rowHeader({ "data-label": "Unit" }, el("span", { class: "thpd-mono", text: unit })),
+                cell("Policy", scope === "auto"
+                    ? `${policy} (Scope=auto, ${machineWide ? "also machine-wide" : "met per service"})`
+                    : policy),
+                cell("Its processes get", `THP ${mode}, via ${via}`),
+                cell("State", state),
+                cell("Note", note || "—"))));
     }
 
     /* --- start */

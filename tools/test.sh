@@ -7,7 +7,7 @@
 #     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
 #                            and real-kernel suites, the system layer (our .deb in booted
 #                            systemd-nspawn containers: Debian 13, then a short sid set for
-#                            MemoryTHP=), the unit, integration and faults suites
+#                            MemoryTHP= and Cockpit 370, the Cockpit page on Debian 12), the unit, integration and faults suites
 #                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s
 #
 # Each configuration is built once. Run as root: the integration, faults, real-kernel and system
@@ -95,7 +95,8 @@ build() {
 
 # The system layer exits 77 with its reason where it cannot run (not root, no nspawn boot).
 # Debian 13 (the default suite) runs every scenario and keeps the packages it built for the sid
-# set: systemd 260 and later isolate services through MemoryTHP=, which those scenarios check.
+# set: systemd 260 and later isolate services through MemoryTHP=, which those scenarios check,
+# and sid's Cockpit (370) is another PatternFly 6 release for the Cockpit page.
 system_layer() {
         local rc=0
         rm -rf build-system/debs
@@ -117,7 +118,28 @@ system_sid_layer() {
                 return 0
         fi
         THPD_SYSTEM_SUITE=sid THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/system-test.sh -v \
-                SystemTest.test_1_package SystemTest.test_8_service_scope SystemTest.test_10_mixed_host || rc=$?
+                SystemTest.test_1_package SystemTest.test_8_service_scope SystemTest.test_9_cockpit \
+                SystemTest.test_10_mixed_host || rc=$?
+        if [ "$rc" -eq 77 ]; then
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        return "$rc"
+}
+
+# Debian 12's Cockpit (287) is the PatternFly 4 release users of Debian 12 run; the page ships
+# its own PatternFly 6 and must look the same there. The package built for the Debian 13 run is
+# installed as it is, as on the other suites.
+system_bookworm_layer() {
+        local rc=0 deb
+        deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
+        if [ -z "$deb" ]; then
+                echo "system layer (Debian 12) skipped: the Debian 13 run built no package"
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        THPD_SYSTEM_SUITE=bookworm THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/system-test.sh -v \
+                SystemTest.test_9_cockpit || rc=$?
         if [ "$rc" -eq 77 ]; then
                 echo "0 0 1" >"$count"
                 return 0
@@ -187,7 +209,8 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         # Alone: these write this machine's /sys and fragment its memory.
         layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
         layer "system (booted containers, Debian 13)" system_layer || status=1
-        layer "system (sid: MemoryTHP=)" system_sid_layer || status=1
+        layer "system (sid: MemoryTHP=, Cockpit 370)" system_sid_layer || status=1
+        layer "system (Debian 12: Cockpit 287)" system_bookworm_layer || status=1
         # Under the sanitizers, what runs thpd's own code: the C unit tests and the daemon in the
         # integration and faults scenarios. The checks run scripts and documents, and the
         # real-kernel tests run the same daemon code the integration tests do, against /sys.

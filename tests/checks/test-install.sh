@@ -92,6 +92,7 @@ expected=(
         /usr/share/cockpit/thpd/index.html
         /usr/share/cockpit/thpd/thpd.js
         /usr/share/cockpit/thpd/thpd.css
+        /usr/share/cockpit/thpd/patternfly.css
 )
 
 printf '%s\n' "${expected[@]}" | sort >"$tmp/expected"
@@ -151,19 +152,23 @@ if grep -Eq '^/?usr/share(/licenses)?/?$|^/?usr/share/licenses' "$src"/debian/*.
 fi
 
 # The Cockpit page: a manifest Cockpit can parse, and every file index.html loads is either the
-# page's own (installed beside it) or Cockpit's (../base1/cockpit.js from cockpit-bridge,
-# ../system/overview.css from cockpit-system, which cockpit-thpd depends on; that package's
-# manifest names it "system" although its directory is systemd/).
+# page's own (installed beside it) or ../base1/cockpit.js from cockpit-bridge, the one Cockpit
+# package cockpit-thpd depends on. The page borrows no other package's stylesheet: it ships its
+# PatternFly, whose header names the release and licence that debian/copyright names.
 page=$dest/usr/share/cockpit/thpd
 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$page/manifest.json" 2>/dev/null ||
         fail "the Cockpit manifest $page/manifest.json is not JSON"
 while read -r ref; do
         case $ref in
-        ../base1/cockpit.js | ../system/overview.css) ;;
-        ../* | /* | *:*) fail "index.html loads $ref, which neither the page nor cockpit-system ships" ;;
+        ../base1/cockpit.js) ;;
+        ../* | /* | *:*) fail "index.html loads $ref, which neither the page nor cockpit-bridge ships" ;;
         *) [[ -f $page/$ref ]] || fail "index.html loads $ref, which is not installed" ;;
         esac
 done < <(grep -oE '(src|href)="[^"]+"' "$page/index.html" | sed -E 's/^[a-z]+="(.*)"$/\1/')
+pf=$(head -c 200 "$page/patternfly.css" | grep -oE '@patternfly/patternfly [0-9][^ ]* \([^)]*\), MIT licence')
+[[ -n $pf ]] || fail "$page/patternfly.css does not start with the header naming its PatternFly release and licence"
+grep -qF "${pf%% (*}" "$src/debian/copyright" ||
+        fail "debian/copyright does not name ${pf%% (*}, which cockpit/patternfly.css is"
 
 # The installed policies are clean for the installed thpd-ctl. Installed files belong to whoever
 # ran the install, so trust that user as thpd trusts root.
