@@ -278,6 +278,30 @@ static void format_storms(GString *out, const MetricsInput *in) {
                    NULL, c->mitigation_steps);
 }
 
+/* One family per counter of hugepages-<N>kB/stats/, a sample per size that has it: the kernel's
+ * counters as they are when the text is made, so the metrics file has them as of its last write. */
+static void format_size_stats(GString *out, const MetricsInput *in) {
+        for (ThpStat stat = 0; stat < _THP_STAT_MAX; stat++) {
+                bool gauge = thp_stat_is_gauge(stat);
+                g_autofree char *name = g_strdup_printf("thpd_thp_size_%s%s", thp_stat_to_string(stat), gauge ? "" : "_total");
+                g_autofree char *help = g_strdup_printf(
+                        gauge ? "The kernel's %s of each THP size (hugepages-<N>kB/stats/), machine-wide, now."
+                              : "The kernel's %s of each THP size (hugepages-<N>kB/stats/), machine-wide, since boot.",
+                        thp_stat_to_string(stat));
+                Family family = { .name = name, .type = gauge ? "gauge" : "counter", .help = help };
+
+                for (size_t i = 0; i < in->n_size_stats; i++) {
+                        const ThpSizeStats *s = &in->size_stats[i];
+                        char size[24];
+
+                        if (!thp_size_stats_has(s, stat))
+                                continue;
+                        format_page_size(s->size_kb, size);
+                        sample_u64(out, &family, (const char *[]) { "size", size, NULL }, s->value[stat]);
+                }
+        }
+}
+
 static void format_drift(GString *out, const MetricsInput *in) {
         Family *drift = FAMILY("thpd_knob_drift_total", "counter",
                                "Times a knob was found changed behind thpd's back, per knob and the unit credited with "
@@ -299,6 +323,7 @@ char *metrics_format(const MetricsInput *in) {
         format_policies(out, in);
         format_pools(out, in);
         format_storms(out, in);
+        format_size_stats(out, in);
         format_drift(out, in);
         return g_string_free(out, FALSE);
 }

@@ -7,6 +7,7 @@
 #include "diagnostics.h"
 #include "resolve.h"
 #include "storm-classify.h"
+#include "thp-stats.h"
 
 /* thpd's state in the Prometheus text exposition format (0.0.4), for "thpd-ctl metrics" and
  * node_exporter's textfile collector. A pure function of MetricsInput: the daemon fills it from
@@ -84,6 +85,9 @@ typedef struct MetricsInput {
         StormAction storm_action;
         StormPhase storm_phases[_STORM_KIND_MAX];
         unsigned mitigation_level;
+
+        const ThpSizeStats *size_stats; /* the kernel's per-size counters, read for this text */
+        size_t n_size_stats;
 
         const MetricsCounters *counters;
         const MetricsDrift *drift;     /* sorted by knob and writer */

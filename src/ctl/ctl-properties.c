@@ -8,7 +8,7 @@
 
 const char *const ctl_property_names[] = {
         "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
-        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "PolicyDiagnostics", "DriftConflicts", "RecentDrift",
+        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "SizeStats", "PolicyDiagnostics", "DriftConflicts", "RecentDrift",
         "Ownership", NULL,
 };
 
@@ -171,6 +171,27 @@ static const Field storm_row_fields[] = {
 };
 ROW_TYPE(storm_row, CtlStorm, "(ssa{sd})")
 
+static const Field counter_row_fields[] = {
+        FIELD(NULL, NULL, FIELD_STRING, CtlCounter, name),
+        FIELD(NULL, NULL, FIELD_UINT, CtlCounter, value),
+};
+ROW_TYPE(counter_row, CtlCounter, "{st}")
+
+/* show names a size "64kB", as a pool: SizeStats.64kB.Counters.NAME=; JSON gives the number. */
+static void size_stat_finish(void *row) {
+        CtlSizeStat *s = row;
+
+        s->name = g_strdup_printf("%" PRIu64 "kB", s->size_kb);
+}
+
+static const Field size_stat_row_fields[] = {
+        FIELD(NULL, "size_kb", FIELD_UINT, CtlSizeStat, size_kb),
+        FIELD("Size", NULL, FIELD_DERIVED, CtlSizeStat, name),
+        FIELD("Enabled", "enabled", FIELD_OPTIONAL, CtlSizeStat, enabled),
+        ROWS("Counters", "counters", CtlSizeStat, counters, &counter_row),
+};
+ROW_TYPE(size_stat_row, CtlSizeStat, "(tsa{st})", .finish = size_stat_finish)
+
 /* A problem of a directory names no policy. show prints a problem as verify and the log do. */
 static void diagnostic_finish(void *row) {
         CtlDiagnostic *d = row;
@@ -242,6 +263,7 @@ static const Field property_fields[] = {
         FIELD("StormState", "storm_state", FIELD_STRING, CtlProperties, storm_state),
         FIELD("StormAction", "storm_action", FIELD_STRING, CtlProperties, storm_action),
         ROWS("Storms", "storms", CtlProperties, storms, &storm_row),
+        ROWS("SizeStats", "size_stats", CtlProperties, size_stats, &size_stat_row),
         ROWS("PolicyDiagnostics", "policy_diagnostics", CtlProperties, diagnostics, &diagnostic_row),
         ROWS("DriftConflicts", "drift_conflicts", CtlProperties, drift_conflicts, &drift_conflict_row),
         ROWS("RecentDrift", "recent_drift", CtlProperties, recent_drift, &drift_row),
@@ -542,6 +564,11 @@ static void add_members(CtlTable *t, const RowType *type, GArray *rows) {
 
                         texts[r] = g_strdup(g_ascii_formatd(buf, sizeof buf, "%.6g", d));
                         ctl_json_double(object, keys[r], d);
+                } else if (value->type == FIELD_UINT) {
+                        uint64_t u = *(const uint64_t *) (row + value->offset);
+
+                        texts[r] = g_strdup_printf("%" PRIu64, u);
+                        ctl_json_uint(object, keys[r], u);
                 } else {
                         texts[r] = g_strdup(*(char *const *) (row + value->offset));
                         ctl_json_string(object, keys[r], texts[r]);

@@ -51,6 +51,19 @@ typedef struct CtlStorm {
         GArray *figures; /* CtlFigure */
 } CtlStorm;
 
+typedef struct CtlCounter {
+        char *name;
+        uint64_t value;
+} CtlCounter;
+
+/* One THP size's counters (SizeStats). */
+typedef struct CtlSizeStat {
+        uint64_t size_kb;
+        char *name;      /* "64kB" */
+        char *enabled;   /* "never", "madvise", "always"; "": unknown */
+        GArray *counters; /* CtlCounter, in the bus' order */
+} CtlSizeStat;
+
 /* A problem in a policy file, from the PolicyDiagnostics property. */
 typedef struct CtlDiagnostic {
         char *policy;  /* "redis.conf", or NULL for a directory's problem */
@@ -95,6 +108,7 @@ typedef struct CtlProperties {
         GArray *override;        /* CtlPair: knob, value */
         uint64_t override_expires_at;
         GArray *storms;          /* CtlStorm */
+        GArray *size_stats;      /* CtlSizeStat, smallest first */
         GArray *diagnostics;     /* CtlDiagnostic */
         GArray *drift_conflicts; /* CtlDriftConflict */
         GArray *recent_drift;    /* CtlDrift, oldest first */

@@ -8,6 +8,7 @@
 #include "ctl-table.h"
 #include "ctl-usage.h"
 #include "log.h"
+#include "thp-stats.h"
 #include "util.h"
 
 /* "  Policies: " and the indent of continuation lines under it. */
@@ -150,6 +151,11 @@ static void print_usage(CtlOutput *out, GArray *usage) {
         t = ctl_unit_usage_table((const CtlUnitUsage *const *) units->pdata, shown);
         ctl_table_print_block(t, out, label, continuation);
         print_more(out, units->len, shown, "units");
+        /* smaps AnonHugePages and memcg anon_thp count PMD-sized THPs only, and the per-size
+         * counters have no per-cgroup version: a service's mTHP use cannot be shown. */
+        print_continuation(out);
+        ctl_printf(out, "%sPMD-sized THP only: the kernel counts smaller sizes machine-wide (Sizes), not per service%s\n",
+                   ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
 }
 
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
@@ -281,6 +287,65 @@ static void print_ownership(CtlOutput *out, const CtlProperties *p) {
                 ctl_table_add_string(t, owners->len > 0 ? "every other knob and pool: the baseline's"
                                                         : "every knob and pool: the baseline's");
                 ctl_table_set_color(t, CTL_COLOR_GREY);
+        }
+        ctl_table_print_block(t, out, label, continuation);
+}
+
+/* The counters of a size as the core's rules take them. */
+static void size_stats_from_ctl(const CtlSizeStat *c, ThpSizeStats *ret) {
+        *ret = (ThpSizeStats) { .size_kb = c->size_kb };
+        for (guint i = 0; i < c->counters->len; i++) {
+                const CtlCounter *counter = &g_array_index(c->counters, CtlCounter, i);
+                ThpStat stat = thp_stat_from_string(counter->name);
+
+                if (stat < 0)
+                        continue;
+                ret->value[stat] = counter->value;
+                ret->present |= 1u << stat;
+        }
+}
+
+/* "1200 faults allocated, 30 fell back; 512 pages, 3 partly mapped; 4 splits", from the counters
+ * this kernel has. */
+static char *size_stats_text(const ThpSizeStats *s) {
+        g_autoptr(GString) text = g_string_new(NULL);
+
+#define PART(sep, stat, fmt)                                                                                  \
+        do {                                                                                                \
+                if (thp_size_stats_has(s, stat))                                                            \
+                        g_string_append_printf(text, "%s" fmt, text->len > 0 ? sep : "", s->value[stat]);  \
+        } while (false)
+        PART("; ", THP_STAT_ANON_FAULT_ALLOC, "%" PRIu64 " faults allocated");
+        PART(", ", THP_STAT_ANON_FAULT_FALLBACK, "%" PRIu64 " fell back");
+        PART("; ", THP_STAT_NR_ANON, "%" PRIu64 " pages");
+        PART(", ", THP_STAT_NR_ANON_PARTIALLY_MAPPED, "%" PRIu64 " partly mapped");
+        PART("; ", THP_STAT_SPLIT, "%" PRIu64 " splits");
+#undef PART
+        if (text->len == 0)
+                g_string_append(text, "no counters on this kernel");
+        return g_string_free(g_steal_pointer(&text), FALSE);
+}
+
+/* Each size that is on or holds pages, with its machine-wide counters since boot. */
+static void print_sizes(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(CtlTable) t = block_table(3);
+        g_autofree char *label = label_prefix("Sizes:"), *continuation = label_prefix("");
+
+        for (guint i = 0; i < p->size_stats->len; i++) {
+                const CtlSizeStat *c = &g_array_index(p->size_stats, CtlSizeStat, i);
+                g_autofree char *text = NULL;
+                KnobValue enabled = KNOB_VALUE_UNSET;
+                ThpSizeStats s;
+
+                size_stats_from_ctl(c, &s);
+                if (c->enabled[0] && knob_value_from_string(KNOB_ENABLED, c->enabled, &enabled) < 0)
+                        enabled = KNOB_VALUE_UNSET;
+                if (!thp_size_stats_shown(&s, enabled))
+                        continue;
+                text = size_stats_text(&s);
+                ctl_table_add_string(t, c->name);
+                ctl_table_add_string(t, c->enabled[0] ? c->enabled : "unknown");
+                ctl_table_add_string(t, text);
         }
         ctl_table_print_block(t, out, label, continuation);
 }
@@ -443,6 +508,7 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
         print_usage(out, usage);
         print_knobs(out, p);
         print_pools(out, p);
+        print_sizes(out, p);
         print_ownership(out, p);
         print_storms(out, p);
         print_override(out, p);

@@ -2,11 +2,13 @@
 #include <inttypes.h>
 
 #include "config.h"
+#include "log.h"
 #include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
 #include "manager-isolation.h"
 #include "manager-ownership.h"
 #include "manager-status.h"
+#include "thp-stats-read.h"
 #include "util.h"
 
 const char *bus_knob_value(Knob k, KnobValue v, char buf[static 24]) {
@@ -374,6 +376,54 @@ int property_get_storms(sd_bus *bus, const char *path, const char *interface, co
                 if (r < 0)
                         return r;
         }
+        return sd_bus_message_close_container(reply);
+}
+
+/* ---- per-size counters ---- */
+
+/* What a size's anonymous THP does now, from the knobs as last read or written. */
+static KnobValue size_effective_enabled(const Manager *m, uint64_t size_kb) {
+        KnobValue global = m->present[KNOB_ENABLED] ? m->applied[KNOB_ENABLED] : KNOB_VALUE_UNSET;
+        Knob k;
+
+        if (knob_mthp_from_size_kb(size_kb, &k) < 0 || !m->present[k] || m->applied[k] == KNOB_VALUE_UNSET)
+                return KNOB_VALUE_UNSET;
+        return thp_size_effective_enabled(m->applied[k], global);
+}
+
+int property_get_size_stats(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const Manager *m = bus_manager(userdata);
+        g_autofree ThpSizeStats *sizes = NULL;
+        size_t n = 0;
+        int r;
+
+        /* Read at each call: the counters are not part of thpd's state, and an unreadable tree
+         * only leaves the list empty, as on a kernel without them. */
+        r = thp_stats_read(m->sysfs_root, &sizes, &n);
+        if (r < 0)
+                log_debug_errno(r, "Cannot list the per-size THP counters under %s: %m", m->sysfs_root);
+
+        r = sd_bus_message_open_container(reply, 'a', "(tsa{st})");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                KnobValue e = size_effective_enabled(m, sizes[i].size_kb);
+                char buf[24];
+
+                r = sd_bus_message_open_container(reply, 'r', "tsa{st}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ts", sizes[i].size_kb, bus_knob_value(KNOB_ENABLED, e, buf));
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "{st}");
+                for (ThpStat s = 0; r >= 0 && s < _THP_STAT_MAX; s++)
+                        if (thp_size_stats_has(&sizes[i], s))
+                                r = sd_bus_message_append(reply, "{st}", thp_stat_to_string(s), sizes[i].value[s]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r < 0)
+                return r;
         return sd_bus_message_close_container(reply);
 }
 

@@ -33,6 +33,7 @@ typedef struct BusData BusData;
                 property_digest_override_expires_at)                                                                \
         TRACKED(STORM_STATE, "StormState", "s", property_get_storm_state, property_digest_storm_state)              \
         PLAIN("Storms", "a(ssa{sd})", property_get_storms, 0)                                                       \
+        PLAIN("SizeStats", "a(tsa{st})", property_get_size_stats, 0)                                                \
         TRACKED(STORM_ACTION, "StormAction", "s", property_get_storm_action, property_digest_storm_action)          \
         TRACKED(STATUS, "Status", "s", property_get_status, property_digest_status)                                 \
         TRACKED(POLICY_DIAGNOSTICS, "PolicyDiagnostics", "a(ssuss)", property_get_policy_diagnostics,               \

@@ -7,6 +7,7 @@
 #include "manager-metrics.h"
 #include "runtime-file.h"
 #include "storm.h"
+#include "thp-stats-read.h"
 #include "util.h"
 
 /* node_exporter runs as its own user; thpd.service's UMask=0077 would hide the file from it. */
@@ -99,6 +100,8 @@ char *manager_metrics_render(const Manager *m) {
         g_autoptr(GArray) pools = metrics_pools(m);
         g_autoptr(GArray) restarts = metrics_restarts(m);
         g_autoptr(GArray) drift = manager_drift_counts(m);
+        g_autofree ThpSizeStats *size_stats = NULL;
+        int r;
         MetricsInput in = {
                 .version = THPD_VERSION,
                 .start_time_usec = m->start_time_usec,
@@ -121,6 +124,12 @@ char *manager_metrics_render(const Manager *m) {
                 .n_drift_conflicts = m->drift.conflicts->len,
         };
 
+        /* Unreadable counters are left out, as on a kernel without them; the log says so once
+         * at debug level, like the SizeStats property. */
+        r = thp_stats_read(m->sysfs_root, &size_stats, &in.n_size_stats);
+        if (r < 0)
+                log_debug_errno(r, "Cannot list the per-size THP counters under %s: %m", m->sysfs_root);
+        in.size_stats = size_stats;
         knobs = metrics_knobs(m, &in.n_override);
         in.knobs = (const MetricsKnob *) knobs->data;
         in.n_knobs = knobs->len;

@@ -70,14 +70,14 @@ Enabled=sometimes
 """
 
 PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'Override',
-              'OverrideExpiresAt', 'StormState', 'Storms', 'StormAction', 'Status', 'PolicyDiagnostics',
+              'OverrideExpiresAt', 'StormState', 'Storms', 'SizeStats', 'StormAction', 'Status', 'PolicyDiagnostics',
               'DriftConflicts', 'RecentDrift', 'Ownership')
 # The JSON key of each property (thpd-ctl status --json, show --json).
 JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
              'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart',
              'IsolatedServices': 'isolated_services', 'Override': 'override',
              'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
-             'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics',
+             'SizeStats': 'size_stats', 'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics',
              'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift', 'Ownership': 'ownership'}
 STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')
 STORM_PHASES = ('calm', 'suspect', 'storm', 'cooling')

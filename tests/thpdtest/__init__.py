@@ -571,6 +571,16 @@ THP_DEFAULTS = {
     'hugepages-2048kB/enabled': 'inherit',
 }
 
+# The per-size counters of hugepages-<N>kB/stats/ as kernel 6.18 has them (kernel-facts "Since
+# 6.10"), each size starting at 0.
+SIZE_STATS_COUNTERS = (
+    'anon_fault_alloc', 'anon_fault_fallback', 'anon_fault_fallback_charge', 'nr_anon',
+    'nr_anon_partially_mapped', 'split', 'split_failed', 'split_deferred', 'shmem_alloc',
+    'shmem_fallback', 'shmem_fallback_charge', 'swpout', 'swpout_fallback', 'zswpout', 'swpin',
+    'swpin_fallback', 'swpin_fallback_charge',
+)
+SIZE_STATS_SIZES_KB = (64, 2048)
+
 VMSTAT_COUNTERS = (
     'compact_stall', 'compact_fail', 'compact_success', 'compact_migrate_scanned',
     'compact_free_scanned', 'compact_daemon_wake', 'thp_fault_alloc', 'thp_fault_fallback',
@@ -605,6 +615,9 @@ class ScratchKernel:
             for field in ('nr_hugepages', 'free_hugepages', 'surplus_hugepages',
                           'resv_hugepages', 'nr_overcommit_hugepages'):
                 (pool / field).write_text('0\n')
+        for size_kb in SIZE_STATS_SIZES_KB:
+            for counter in SIZE_STATS_COUNTERS:
+                self.set_size_stat(size_kb, counter, 0)
         vm = self.procfs / 'sys' / 'vm'
         vm.mkdir(parents=True)
         (vm / 'compact_memory').write_text('')
@@ -629,6 +642,15 @@ class ScratchKernel:
     def set_knob(self, name, value):
         """Sets a knob the way the kernel would show it (for a test's starting point)."""
         self.knob_path(name).write_text(render_knob(name, value))
+
+    def size_stat_path(self, size_kb, counter):
+        return self.knob_path(f'hugepages-{size_kb}kB') / 'stats' / counter
+
+    def set_size_stat(self, size_kb, counter, value):
+        """Sets one per-size counter of hugepages-<N>kB/stats/, as the kernel would count it."""
+        path = self.size_stat_path(size_kb, counter)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'{value}\n')
 
     def pool_path(self, field='nr_hugepages', size_kb=2048):
         return self.sysfs / 'kernel/mm/hugepages' / f'hugepages-{size_kb}kB' / field

@@ -20,6 +20,7 @@ typedef struct Sample {
         MetricsDrift drift[2];
         Diagnostics diagnostics;
         MetricsCounters counters;
+        ThpSizeStats sizes[2];
         MetricsInput in;
 } Sample;
 
@@ -52,6 +53,16 @@ static void sample_input(Sample *s) {
                         .mitigation_steps = 2,
                 },
         };
+        /* 64 kB with every counter of 6.18 at its index, 2 MB with one counter: what a kernel lacks
+         * has no sample. */
+        s->sizes[0].size_kb = 64;
+        for (ThpStat stat = 0; stat < _THP_STAT_MAX; stat++) {
+                s->sizes[0].value[stat] = 100 + stat;
+                s->sizes[0].present |= 1u << stat;
+        }
+        s->sizes[1].size_kb = 2048;
+        s->sizes[1].value[THP_STAT_NR_ANON] = 7;
+        s->sizes[1].present = 1u << THP_STAT_NR_ANON;
         s->policies[0] = (MetricsPolicy) { "postgresql.conf", false, NULL, 0 };
         s->policies[1] = (MetricsPolicy) { "redis.conf", true, s->redis_units, 2 };
         diagnostics_init(&s->diagnostics);
@@ -84,6 +95,8 @@ static void sample_input(Sample *s) {
                 .drift = s->drift,
                 .n_drift = ELEMENTSOF(s->drift),
                 .n_drift_conflicts = 1,
+                .size_stats = s->sizes,
+                .n_size_stats = ELEMENTSOF(s->sizes),
         };
 }
 
@@ -326,6 +339,26 @@ START_TEST(test_drift_metrics) {
 }
 END_TEST
 
+/* Each per-size counter with a size label; the pages held are gauges, the rest counters. */
+START_TEST(test_size_stats_metrics) {
+        Sample s;
+        g_autofree char *text = NULL;
+
+        sample_input(&s);
+        text = metrics_format(&s.in);
+        assert_line(text, "# TYPE thpd_thp_size_anon_fault_alloc_total counter");
+        assert_line(text, "thpd_thp_size_anon_fault_alloc_total{size=\"64K\"} 100");
+        assert_line(text, "thpd_thp_size_anon_fault_fallback_total{size=\"64K\"} 101");
+        assert_line(text, "thpd_thp_size_split_total{size=\"64K\"} 105");
+        assert_line(text, "# TYPE thpd_thp_size_nr_anon gauge");
+        assert_line(text, "thpd_thp_size_nr_anon{size=\"64K\"} 103");
+        assert_line(text, "thpd_thp_size_nr_anon{size=\"2M\"} 7");
+        assert_line(text, "thpd_thp_size_nr_anon_partially_mapped{size=\"64K\"} 104");
+        ck_assert_ptr_null(strstr(text, "thpd_thp_size_anon_fault_alloc_total{size=\"2M\"}"));
+        sample_done(&s);
+}
+END_TEST
+
 int main(int argc, char *argv[]) {
         Suite *s;
         TCase *tc;
@@ -349,6 +382,7 @@ int main(int argc, char *argv[]) {
         tcase_add_test(tc, test_minimal_input);
         tcase_add_test(tc, test_text_follows_state);
         tcase_add_test(tc, test_drift_metrics);
+        tcase_add_test(tc, test_size_stats_metrics);
         suite_add_tcase(s, tc);
         tc = tcase_create("files");
         tcase_add_test(tc, test_file_replace);
