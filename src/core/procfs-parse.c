@@ -21,6 +21,7 @@ static const struct {
         { "thp_fault_fallback",        offsetof(VmStat, thp_fault_fallback) },
         { "thp_collapse_alloc",        offsetof(VmStat, thp_collapse_alloc) },
         { "thp_collapse_alloc_failed", offsetof(VmStat, thp_collapse_alloc_failed) },
+        { "thp_split_page",            offsetof(VmStat, thp_split_page) },
 };
 
 int procfs_parse_vmstat(const char *content, VmStat *ret) {

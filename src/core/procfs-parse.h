@@ -22,6 +22,7 @@ typedef struct VmStat {
         uint64_t thp_fault_fallback;
         uint64_t thp_collapse_alloc;
         uint64_t thp_collapse_alloc_failed;
+        uint64_t thp_split_page;           /* PMD-sized THPs split */
         uint64_t allocstall;               /* the sum of allocstall_<zone> ("allocstall" before 4.10) */
 } VmStat;
 

@@ -151,6 +151,33 @@ void storm_state_init(StormState *s) {
         *s = (StormState) { .hold_down_factor = 1 };
 }
 
+static const StormSizeCounters *find_size(const StormSizeCounters sizes[static STORM_SIZES_MAX], uint64_t size_kb) {
+        for (size_t i = 0; i < STORM_SIZES_MAX; i++)
+                if (sizes[i].size_kb == size_kb)
+                        return &sizes[i];
+        return NULL;
+}
+
+/* Adds the increases of one size to the slot of its size, or to a free one. A window has as many
+ * slots as a sample; only a kernel whose sizes changed within one window could fill them, and
+ * then the extra size is left out of that window. */
+static void sizes_add(StormSizeCounters sizes[static STORM_SIZES_MAX], const StormSizeCounters *d) {
+        StormSizeCounters *slot = NULL;
+
+        for (size_t i = 0; i < STORM_SIZES_MAX && !slot; i++)
+                if (sizes[i].size_kb == d->size_kb)
+                        slot = &sizes[i];
+        for (size_t i = 0; i < STORM_SIZES_MAX && !slot; i++)
+                if (sizes[i].size_kb == 0)
+                        slot = &sizes[i];
+        if (!slot)
+                return;
+        slot->size_kb = d->size_kb;
+        slot->fault_alloc += d->fault_alloc;
+        slot->fault_fallback += d->fault_fallback;
+        slot->split += d->split;
+}
+
 static bool deltas_from_interval(const StormSample *prev, const StormSample *cur, StormDeltas *ret) {
         StormDeltas d = {};
 
@@ -180,6 +207,23 @@ static bool deltas_from_interval(const StormSample *prev, const StormSample *cur
         VMSTAT_DELTA(thp_collapse_alloc);
         VMSTAT_DELTA(thp_collapse_alloc_failed);
         VMSTAT_DELTA(allocstall);
+        VMSTAT_DELTA(thp_split_page);
+
+        /* A size only counts over an interval it was read at both ends of. The PMD size's counters
+         * are vmstat's thp_fault_* and thp_split_page again. */
+        for (size_t i = 0; i < STORM_SIZES_MAX; i++) {
+                const StormSizeCounters *c = &cur->sizes[i], *p;
+
+                if (c->size_kb == 0 || c->size_kb == cur->pmd_size_kb)
+                        continue;
+                p = find_size(prev->sizes, c->size_kb);
+                if (!p)
+                        continue;
+                d.sizes[i].size_kb = c->size_kb;
+                DELTA(d.sizes[i].fault_alloc, p->fault_alloc, c->fault_alloc);
+                DELTA(d.sizes[i].fault_fallback, p->fault_fallback, c->fault_fallback);
+                DELTA(d.sizes[i].split, p->split, c->split);
+        }
 
         if (prev->has_khugepaged && cur->has_khugepaged) {
                 DELTA(d.khugepaged_cpu_usec, prev->khugepaged_cpu_usec, cur->khugepaged_cpu_usec);
@@ -219,6 +263,10 @@ static void deltas_add(StormDeltas *w, const StormDeltas *d) {
         w->vmstat.thp_collapse_alloc += d->vmstat.thp_collapse_alloc;
         w->vmstat.thp_collapse_alloc_failed += d->vmstat.thp_collapse_alloc_failed;
         w->vmstat.allocstall += d->vmstat.allocstall;
+        w->vmstat.thp_split_page += d->vmstat.thp_split_page;
+        for (size_t i = 0; i < STORM_SIZES_MAX; i++)
+                if (d->sizes[i].size_kb > 0)
+                        sizes_add(w->sizes, &d->sizes[i]);
         w->khugepaged_cpu_usec += d->khugepaged_cpu_usec;
         w->khugepaged_covered_usec += d->khugepaged_covered_usec;
         w->kcompactd_cpu_usec += d->kcompactd_cpu_usec;
@@ -244,6 +292,23 @@ static double one_thread_percent(uint64_t cpu_usec, uint64_t covered_usec) {
 static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
         double secs = (double) d->duration_usec / (double) USEC_PER_SEC;
         const VmStat *v = &d->vmstat;
+        StormSizeCounters mthp = {};
+        const StormSizeCounters *top = NULL;
+
+        /* The size named is the one whose faults fall back the most, or else splits the most. */
+        for (size_t i = 0; i < STORM_SIZES_MAX; i++) {
+                const StormSizeCounters *c = &d->sizes[i];
+
+                if (c->size_kb == 0)
+                        continue;
+                mthp.fault_alloc += c->fault_alloc;
+                mthp.fault_fallback += c->fault_fallback;
+                mthp.split += c->split;
+                if (c->fault_fallback + c->split > 0 &&
+                    (!top || c->fault_fallback > top->fault_fallback ||
+                     (c->fault_fallback == top->fault_fallback && c->split > top->split)))
+                        top = c;
+        }
 
         *ret = (StormFigures) {
                 .window_usec = d->duration_usec,
@@ -255,6 +320,12 @@ static void figures_from_deltas(const StormDeltas *d, StormFigures *ret) {
                 .thp_fault_fallback_per_sec = (double) v->thp_fault_fallback / secs,
                 .thp_fault_fallback_ratio = ratio(v->thp_fault_fallback, v->thp_fault_alloc + v->thp_fault_fallback),
                 .thp_collapse_failed_per_sec = (double) v->thp_collapse_alloc_failed / secs,
+                .thp_split_per_sec = (double) v->thp_split_page / secs,
+                .mthp_faults_per_sec = (double) (mthp.fault_alloc + mthp.fault_fallback) / secs,
+                .mthp_fault_fallback_per_sec = (double) mthp.fault_fallback / secs,
+                .mthp_split_per_sec = (double) mthp.split / secs,
+                .mthp_size_kb = top ? top->size_kb : 0,
+                .mthp_size_fault_fallback_per_sec = top ? (double) top->fault_fallback / secs : 0.0,
                 .allocstalls_per_sec = (double) v->allocstall / secs,
                 .compact_daemon_wakes_per_sec = (double) v->compact_daemon_wake / secs,
                 .khugepaged_cpu_percent = one_thread_percent(d->khugepaged_cpu_usec, d->khugepaged_covered_usec),
@@ -279,8 +350,10 @@ static bool kind_is_hot(const StormConfig *cfg, StormKind kind, const StormFigur
                  * as many of them count as there were THP faults: page cache and other high-order
                  * allocations compact too (filling memory with page cache, recorded there, failed
                  * 10-30 times a second without a THP fault), and softer THP knobs cannot help
-                 * them. */
-                if (MIN(f->compact_fails_per_sec, f->thp_faults_per_sec) >= cfg->compact_fails_per_sec)
+                 * them. Faults of every THP size count: a 64K fault compacts as a 2M one does,
+                 * and vmstat's thp_fault_* count the PMD size only. */
+                if (MIN(f->compact_fails_per_sec, f->thp_faults_per_sec + f->mthp_faults_per_sec) >=
+                    cfg->compact_fails_per_sec)
                         return true;
                 /* Fewer of them count once tasks are seen waiting on memory. Without PSI (psi=0)
                  * the stall figures have to do on their own. */
@@ -505,6 +578,18 @@ char *storm_figures_describe(StormKind kind, const StormFigures *f) {
 
         switch (kind) {
         case STORM_KIND_DIRECT_COMPACTION:
+                if (f->mthp_size_kb > 0) {
+                        char size[24];
+
+                        format_page_size(f->mthp_size_kb, size);
+                        return g_strdup_printf("%.1f direct compaction stalls/s, %.0f%% failed, %.0f pages scanned/s, "
+                                               "%.1f THP fault fallbacks/s, %.1f mTHP fault fallbacks/s (%.1f/s at %s), "
+                                               "%s, over %.1fs",
+                                               f->compact_stalls_per_sec, 100.0 * f->compact_fail_ratio,
+                                               f->compact_scanned_per_sec, f->thp_fault_fallback_per_sec,
+                                               f->mthp_fault_fallback_per_sec, f->mthp_size_fault_fallback_per_sec, size,
+                                               psi, secs);
+                }
                 return g_strdup_printf("%.1f direct compaction stalls/s, %.0f%% failed, %.0f pages scanned/s, "
                                        "%.1f THP fault fallbacks/s, %s, over %.1fs",
                                        f->compact_stalls_per_sec, 100.0 * f->compact_fail_ratio,

@@ -106,6 +106,18 @@ double storm_config_wake_percent(const StormConfig *cfg);
  * cfg and key must not be NULL. */
 int storm_config_set(StormConfig *cfg, const char *key, const char *value);
 
+/* The per-size counters (hugepages-<N>kB/stats/) the watcher follows, for one size. The PMD
+ * size's duplicate vmstat's thp_fault_* and thp_split_page, so the classifier leaves it out. */
+typedef struct StormSizeCounters {
+        uint64_t size_kb;          /* 0: an unused slot */
+        uint64_t fault_alloc;      /* anon_fault_alloc */
+        uint64_t fault_fallback;   /* anon_fault_fallback */
+        uint64_t split;
+} StormSizeCounters;
+
+/* Sizes from 8 kB to the PMD size and beyond: more than any architecture has. */
+#define STORM_SIZES_MAX 16
+
 /* One reading of every signal, taken at timestamp_usec (CLOCK_MONOTONIC). */
 typedef struct StormSample {
         uint64_t timestamp_usec;
@@ -116,6 +128,8 @@ typedef struct StormSample {
         /* Changes whenever the set of kthreads read changes (one exited, another appeared): CPU
          * times of different sets cannot be subtracted. */
         unsigned kthreads_generation;
+        StormSizeCounters sizes[STORM_SIZES_MAX]; /* the sizes read, in any order */
+        uint64_t pmd_size_kb;           /* the size whose counters vmstat has; 0: unknown */
         bool has_psi_memory, has_psi_cpu;
         uint64_t psi_memory_some_usec;  /* PSI "total=" */
         uint64_t psi_memory_full_usec;
@@ -133,6 +147,12 @@ typedef struct StormFigures {
         double thp_fault_fallback_per_sec;
         double thp_fault_fallback_ratio;      /* fallback / (alloc + fallback); 0 without faults */
         double thp_collapse_failed_per_sec;
+        double thp_split_per_sec;             /* PMD-sized THPs split (vmstat thp_split_page) */
+        double mthp_faults_per_sec;           /* the other sizes' anonymous faults: alloc + fallback */
+        double mthp_fault_fallback_per_sec;
+        double mthp_split_per_sec;
+        uint64_t mthp_size_kb;                /* the size with the most fallbacks (or splits); 0: none */
+        double mthp_size_fault_fallback_per_sec; /* ... its fallbacks */
         double allocstalls_per_sec;
         double compact_daemon_wakes_per_sec;
         double khugepaged_cpu_percent;        /* of one CPU */
@@ -148,6 +168,7 @@ typedef struct StormFigures {
 typedef struct StormDeltas {
         uint64_t duration_usec;
         VmStat vmstat;
+        StormSizeCounters sizes[STORM_SIZES_MAX]; /* increases per size other than the PMD one */
         uint64_t khugepaged_cpu_usec, khugepaged_covered_usec;
         uint64_t kcompactd_cpu_usec, kcompactd_covered_usec;
         uint64_t psi_memory_some_usec, psi_memory_full_usec, psi_memory_covered_usec;

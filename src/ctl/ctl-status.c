@@ -350,6 +350,20 @@ static void print_sizes(CtlOutput *out, const CtlProperties *p) {
         ctl_table_print_block(t, out, label, continuation);
 }
 
+/* " at 64K": the THP size whose faults fall back the most in a storm's figures, where the kernel
+ * counts sizes other than the PMD one. */
+static void print_storm_size(CtlOutput *out, const CtlStorm *s) {
+        for (guint i = 0; i < s->figures->len; i++) {
+                const CtlFigure *f = &g_array_index(s->figures, CtlFigure, i);
+                char size[24];
+
+                if (!streq(f->name, "mthp_size_kb") || f->value < 1)
+                        continue;
+                format_page_size((uint64_t) f->value, size);
+                ctl_printf(out, " at %s", size);
+        }
+}
+
 static void print_storms(CtlOutput *out, const CtlProperties *p) {
         bool calm = streq_ptr(p->storm_state, "calm");
         CtlColor color = streq_ptr(p->storm_state, "storm") ? CTL_COLOR_RED : CTL_COLOR_YELLOW;
@@ -365,6 +379,7 @@ static void print_storms(CtlOutput *out, const CtlProperties *p) {
                         ctl_printf(out, " %s %s %s", ctl_glyph(CTL_GLYPH_DASH), s->kind, s->phase);
                 else
                         ctl_printf(out, ", %s %s", s->kind, s->phase);
+                print_storm_size(out, s);
         }
         ctl_printf(out, " (action: %s)\n", p->storm_action ?: "unknown");
 }

@@ -58,6 +58,11 @@ int bus_append_storm_figures(sd_bus_message *msg, StormKind kind, const StormFig
                 { "kcompactd_cpu_percent", 0, kind == STORM_KIND_KCOMPACTD },
                 { "psi_memory_some_percent", 0, false },
                 { "psi_memory_full_percent", 0, false },
+                { "thp_split_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "mthp_fault_fallback_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "mthp_split_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "mthp_size_kb", 0, kind == STORM_KIND_DIRECT_COMPACTION },
+                { "mthp_size_fault_fallback_per_sec", 0, kind == STORM_KIND_DIRECT_COMPACTION },
         };
         int r;
 
@@ -80,6 +85,11 @@ int bus_append_storm_figures(sd_bus_message *msg, StormKind kind, const StormFig
                 rows[11].shown = f->has_psi_memory;
                 rows[12].value = f->psi_memory_full_percent;
                 rows[12].shown = f->has_psi_memory;
+                rows[13].value = f->thp_split_per_sec;
+                rows[14].value = f->mthp_fault_fallback_per_sec;
+                rows[15].value = f->mthp_split_per_sec;
+                rows[16].value = (double) f->mthp_size_kb;
+                rows[17].value = f->mthp_size_fault_fallback_per_sec;
                 for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                         if (!rows[i].shown)
                                 continue;

@@ -574,7 +574,7 @@ static void setup_storm_watcher(Manager *m, bool config_changed) {
                 log_info("Storm detection is off (thpd.conf: [Storm] Watch=no).");
                 return;
         }
-        r = storm_watcher_new(m->event, m->procfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
+        r = storm_watcher_new(m->event, m->procfs_root, m->sysfs_root, &m->settings.storm, on_storm_event, m, &m->storm);
         if (r < 0)
                 log_warning_errno(r, "Storm detection is off: cannot read %s/vmstat: %m", m->procfs_root);
 }

@@ -11,11 +11,14 @@
 #include "log.h"
 #include "procfs.h"
 #include "storm.h"
+#include "thp-stats-read.h"
 #include "util.h"
 
 struct StormWatcher {
         sd_event *event;
         char *procfs_root;
+        char *sysfs_root;              /* NULL: no per-size counters */
+        uint64_t pmd_size_kb;          /* 0: unknown */
         StormConfig config;
         StormCallback callback;
         void *userdata;
@@ -99,6 +102,31 @@ static void sample_kthreads(StormWatcher *w, StormSample *s) {
         s->kthreads_generation = w->kthreads_generation;
 }
 
+/* The per-size counters are optional (before 6.10 there are none): a size or counter that
+ * cannot be read is only missing from this sample, and the classifier skips an interval of a
+ * size it does not have at both ends. */
+static void sample_sizes(const StormWatcher *w, StormSample *s) {
+        const uint32_t mask = (1u << THP_STAT_ANON_FAULT_ALLOC) | (1u << THP_STAT_ANON_FAULT_FALLBACK) |
+                              (1u << THP_STAT_SPLIT);
+        g_autofree ThpSizeStats *sizes = NULL;
+        size_t n = 0, used = 0;
+
+        if (!w->sysfs_root || thp_stats_read_some(w->sysfs_root, mask, &sizes, &n) < 0)
+                return;
+
+        s->pmd_size_kb = w->pmd_size_kb;
+        for (size_t i = 0; i < n && used < STORM_SIZES_MAX; i++) {
+                if ((sizes[i].present & mask) != mask)
+                        continue;
+                s->sizes[used++] = (StormSizeCounters) {
+                        .size_kb = sizes[i].size_kb,
+                        .fault_alloc = sizes[i].value[THP_STAT_ANON_FAULT_ALLOC],
+                        .fault_fallback = sizes[i].value[THP_STAT_ANON_FAULT_FALLBACK],
+                        .split = sizes[i].value[THP_STAT_SPLIT],
+                };
+        }
+}
+
 static int take_sample(StormWatcher *w, StormSample *ret) {
         StormSample s = {};
         Pressure p;
@@ -120,6 +148,7 @@ static int take_sample(StormWatcher *w, StormSample *ret) {
         }
 
         sample_kthreads(w, &s);
+        sample_sizes(w, &s);
 
         r = sd_event_now(w->event, CLOCK_MONOTONIC, &s.timestamp_usec);
         if (r < 0)
@@ -206,6 +235,11 @@ char **storm_watcher_journal_fields(const StormWatcher *w, StormEvent event, Sto
         ADD("THPD_THP_FAULT_FALLBACK_PER_SEC=%.2f", f->thp_fault_fallback_per_sec);
         ADD("THPD_THP_FAULT_FALLBACK_RATIO=%.3f", f->thp_fault_fallback_ratio);
         ADD("THPD_THP_COLLAPSE_FAILED_PER_SEC=%.2f", f->thp_collapse_failed_per_sec);
+        ADD("THPD_THP_SPLIT_PER_SEC=%.2f", f->thp_split_per_sec);
+        ADD("THPD_MTHP_FAULT_FALLBACK_PER_SEC=%.2f", f->mthp_fault_fallback_per_sec);
+        ADD("THPD_MTHP_SPLIT_PER_SEC=%.2f", f->mthp_split_per_sec);
+        if (f->mthp_size_kb > 0)
+                ADD("THPD_MTHP_SIZE_KB=%" PRIu64, f->mthp_size_kb);
         ADD("THPD_ALLOCSTALLS_PER_SEC=%.2f", f->allocstalls_per_sec);
         ADD("THPD_COMPACT_DAEMON_WAKES_PER_SEC=%.2f", f->compact_daemon_wakes_per_sec);
         ADD("THPD_KHUGEPAGED_CPU_PERCENT=%.1f", f->khugepaged_cpu_percent);
@@ -473,7 +507,7 @@ static int setup_psi_trigger(StormWatcher *w) {
         return 0;
 }
 
-int storm_watcher_new(sd_event *e, const char *procfs_root, const StormConfig *cfg, StormCallback cb,
+int storm_watcher_new(sd_event *e, const char *procfs_root, const char *sysfs_root, const StormConfig *cfg, StormCallback cb,
                       void *userdata, StormWatcher **ret) {
         _cleanup_storm_watcher_ StormWatcher *w = NULL;
         long tck;
@@ -491,6 +525,11 @@ int storm_watcher_new(sd_event *e, const char *procfs_root, const StormConfig *c
         w = g_new0(StormWatcher, 1);
         w->event = sd_event_ref(e);
         w->procfs_root = g_strdup(procfs_root);
+        w->sysfs_root = g_strdup(sysfs_root);
+        /* Without the PMD size no per-size counter is taken for vmstat's: on x86-64 it is 2 MiB,
+         * and a kernel with per-size counters has the file. */
+        if (sysfs_root && thp_stats_read_pmd_size_kb(sysfs_root, &w->pmd_size_kb) < 0)
+                w->pmd_size_kb = 0;
         w->config = *cfg;
         w->callback = cb;
         w->userdata = userdata;
@@ -536,6 +575,7 @@ StormWatcher *storm_watcher_free(StormWatcher *w) {
         sd_event_unref(w->event);
         procfs_kthreads_done(&w->kthreads);
         g_free(w->procfs_root);
+        g_free(w->sysfs_root);
         g_free(w);
         return NULL;
 }

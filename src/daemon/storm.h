@@ -38,8 +38,9 @@ typedef void (*StormCallback)(StormWatcher *w, StormEvent event, StormKind kind,
                               void *userdata);
 
 /* Fails (-ENOENT, -EACCES, -EBADMSG) when <procfs_root>/vmstat cannot be read: without it there
- * is nothing to watch. cfg is copied. */
-int storm_watcher_new(sd_event *e, const char *procfs_root, const StormConfig *cfg, StormCallback cb,
+ * is nothing to watch. The per-size THP counters are read under sysfs_root (NULL: not at all);
+ * a kernel without them is watched through vmstat alone. cfg is copied. */
+int storm_watcher_new(sd_event *e, const char *procfs_root, const char *sysfs_root, const StormConfig *cfg, StormCallback cb,
                       void *userdata, StormWatcher **ret);
 StormWatcher *storm_watcher_free(StormWatcher *w);
 

@@ -14,12 +14,15 @@ static int compare_size(gconstpointer a, gconstpointer b) {
         return x->size_kb < y->size_kb ? -1 : x->size_kb > y->size_kb;
 }
 
-static void read_size(const char *stats_dir, ThpSizeStats *s) {
+static void read_size(const char *stats_dir, uint32_t mask, ThpSizeStats *s) {
         for (ThpStat stat = 0; stat < _THP_STAT_MAX; stat++) {
-                g_autofree char *path = g_build_filename(stats_dir, thp_stat_to_string(stat), NULL);
+                g_autofree char *path = NULL;
                 _cleanup_free_ char *text = NULL;
                 int r;
 
+                if (!(mask & (1u << stat)))
+                        continue;
+                path = g_build_filename(stats_dir, thp_stat_to_string(stat), NULL);
                 r = read_small_file(path, &text);
                 if (r == -ENOENT)
                         continue;
@@ -30,7 +33,7 @@ static void read_size(const char *stats_dir, ThpSizeStats *s) {
         }
 }
 
-int thp_stats_read(const char *sysfs_root, ThpSizeStats **ret, size_t *ret_n) {
+int thp_stats_read_some(const char *sysfs_root, uint32_t mask, ThpSizeStats **ret, size_t *ret_n) {
         g_autofree char *dir = NULL;
         g_autoptr(GArray) sizes = NULL;
         _cleanup_closedir_ DIR *d = NULL;
@@ -55,7 +58,7 @@ int thp_stats_read(const char *sysfs_root, ThpSizeStats **ret, size_t *ret_n) {
                 stats_dir = g_build_filename(dir, de->d_name, "stats", NULL);
                 if (access(stats_dir, F_OK) < 0)
                         continue;
-                read_size(stats_dir, &s);
+                read_size(stats_dir, mask, &s);
                 g_array_append_val(sizes, s);
         }
         if (d && errno != 0)
@@ -65,6 +68,10 @@ int thp_stats_read(const char *sysfs_root, ThpSizeStats **ret, size_t *ret_n) {
         *ret_n = sizes->len;
         *ret = (ThpSizeStats *) (void *) g_array_free(g_steal_pointer(&sizes), FALSE);
         return 0;
+}
+
+int thp_stats_read(const char *sysfs_root, ThpSizeStats **ret, size_t *ret_n) {
+        return thp_stats_read_some(sysfs_root, UINT32_MAX, ret, ret_n);
 }
 
 int thp_stats_read_pmd_size_kb(const char *sysfs_root, uint64_t *ret) {

@@ -12,6 +12,9 @@
  * negative only when the directory itself cannot be read for another reason than its absence.
  * Free *ret with g_free(). */
 int thp_stats_read(const char *sysfs_root, ThpSizeStats **ret, size_t *ret_n);
+/* The same, reading only the counters of mask (bit 1u << ThpStat each): the storm watcher reads
+ * three a second while it samples, not every file. */
+int thp_stats_read_some(const char *sysfs_root, uint32_t mask, ThpSizeStats **ret, size_t *ret_n);
 
 /* The PMD size in kB, from transparent_hugepage/hpage_pmd_size (bytes). */
 int thp_stats_read_pmd_size_kb(const char *sysfs_root, uint64_t *ret);

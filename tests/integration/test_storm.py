@@ -147,7 +147,8 @@ class DirectCompactionTest(StormTestCase):
         self.assertEqual(set(figures), {
             'window_seconds', 'compact_stalls_per_sec', 'compact_fail_ratio', 'compact_scanned_per_sec',
             'thp_fault_fallback_per_sec', 'thp_fault_fallback_ratio', 'allocstalls_per_sec',
-            'psi_memory_some_percent', 'psi_memory_full_percent'})
+            'psi_memory_some_percent', 'psi_memory_full_percent', 'thp_split_per_sec', 'mthp_fault_fallback_per_sec',
+            'mthp_split_per_sec', 'mthp_size_kb', 'mthp_size_fault_fallback_per_sec'})
         self.assert_close(figures['window_seconds'], 0.5, 0.25, 'window')
         self.assert_rate(figures, 'compact_stalls_per_sec', 40, 12, 'stalls/s')
         self.assert_close(figures['compact_fail_ratio'], 0.95, 0.06, 'fail ratio')

@@ -169,6 +169,7 @@ typedef struct Load {
         double khugepaged_percent;
         double kcompactd_percent;
         bool other_orders;      /* the stalls are not THP faults (page cache, other high orders) */
+        uint64_t size_kb;       /* the THP faults are of this size, counted in its stats/, not vmstat's */
 } Load;
 
 static const Load calm_load = { .stalls_per_sec = 0, .psi_percent = 1 };
@@ -181,7 +182,17 @@ static StormSample gen_start(void) {
                 .has_khugepaged = true, .has_kcompactd = true,
                 .has_psi_memory = true, .has_psi_cpu = true,
                 .psi_memory_some_usec = 5 * SEC,
+                .sizes = { { .size_kb = 64, .fault_alloc = 300 }, { .size_kb = 2048, .fault_alloc = 900 } },
+                .pmd_size_kb = 2048,
         };
+}
+
+static StormSizeCounters *gen_size(StormSample *s, uint64_t size_kb) {
+        for (size_t i = 0; i < STORM_SIZES_MAX; i++)
+                if (s->sizes[i].size_kb == size_kb)
+                        return &s->sizes[i];
+        ck_abort_msg("no size %llu kB in the sample", (unsigned long long) size_kb);
+        return NULL;
 }
 
 static void gen_advance(StormSample *s, uint64_t dt_usec, const Load *l) {
@@ -193,7 +204,13 @@ static void gen_advance(StormSample *s, uint64_t dt_usec, const Load *l) {
         s->vmstat.compact_stall += stalls;
         s->vmstat.compact_fail += fail;
         s->vmstat.compact_success += stalls - fail;
-        if (!l->other_orders)
+        if (l->size_kb > 0) {
+                StormSizeCounters *c = gen_size(s, l->size_kb);
+
+                c->fault_alloc += stalls - stalls / 2;
+                c->fault_fallback += stalls / 2;
+                c->split += stalls / 4;
+        } else if (!l->other_orders)
                 s->vmstat.thp_fault_fallback += stalls / 2;
         s->psi_memory_some_usec += (uint64_t) llround(l->psi_percent / 100.0 * (double) dt_usec);
         s->khugepaged_cpu_usec += (uint64_t) llround(l->khugepaged_percent / 100.0 * (double) dt_usec);
@@ -643,6 +660,96 @@ START_TEST(test_pressure_condition) {
 }
 END_TEST
 
+/* Faults of smaller THP sizes count beside vmstat's PMD ones: a storm of failing compactions
+ * for 64K faults is seen though vmstat's thp_* stay quiet, and the PMD size's per-size counters,
+ * vmstat's again, are not counted twice. */
+START_TEST(test_mthp_storm) {
+        const Load failing_64k = { .stalls_per_sec = 40, .fail_ratio = 0.95, .psi_percent = 1.5, .other_orders = true,
+                                   .size_kb = 64 };
+        /* The same faults shown as the PMD size's own counters only, vmstat quiet: not THP
+         * faults thpd may count, since the PMD size's are vmstat's. */
+        const Load failing_pmd_counters = { .stalls_per_sec = 40, .fail_ratio = 0.95, .psi_percent = 1.5,
+                                            .other_orders = true, .size_kb = 2048 };
+        const StormFigures *trip;
+        StormConfig cfg;
+        StormState st;
+        StormSample s = gen_start();
+        Trace t;
+
+        storm_config_init_defaults(&cfg);
+
+        storm_state_init(&st);
+        trace_init(&t);
+        gen_run(&cfg, &st, &s, 60, &failing_64k, &t);
+        ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 1);
+        trip = &st.kinds[STORM_KIND_DIRECT_COMPACTION].trip;
+        ck_assert_double_eq(trip->thp_faults_per_sec, 0);
+        ck_assert_double_eq(trip->thp_fault_fallback_per_sec, 0);
+        ck_assert_double_eq_tol(trip->mthp_faults_per_sec, 40, 0.01);
+        ck_assert_double_eq_tol(trip->mthp_fault_fallback_per_sec, 20, 0.01);
+        ck_assert_double_eq_tol(trip->mthp_split_per_sec, 10, 0.01);
+        ck_assert_uint_eq(trip->mthp_size_kb, 64);
+        ck_assert_double_eq_tol(trip->mthp_size_fault_fallback_per_sec, 20, 0.01);
+
+        storm_state_init(&st);
+        trace_init(&t);
+        gen_run(&cfg, &st, &s, 60, &failing_pmd_counters, &t);
+        ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 0);
+        ck_assert(st.has_latest);
+        ck_assert_double_eq(st.latest.mthp_faults_per_sec, 0);
+        ck_assert_uint_eq(st.latest.mthp_size_kb, 0);
+
+        /* With the PMD size unknown, no size is taken for vmstat's. */
+        s.pmd_size_kb = 0;
+        storm_state_init(&st);
+        trace_init(&t);
+        gen_run(&cfg, &st, &s, 60, &failing_pmd_counters, &t);
+        ck_assert_uint_eq(t.detected[STORM_KIND_DIRECT_COMPACTION], 1);
+        ck_assert_uint_eq(st.kinds[STORM_KIND_DIRECT_COMPACTION].trip.mthp_size_kb, 2048);
+}
+END_TEST
+
+/* A size counts over the intervals it was read at both ends of; a per-size counter that goes
+ * backwards makes the interval carry no data, as a vmstat one does. */
+START_TEST(test_mthp_sizes_come_and_go) {
+        StormConfig cfg;
+        StormState st;
+        StormSample prev = gen_start(), cur;
+        StormChanges c;
+
+        storm_config_init_defaults(&cfg);
+        storm_state_init(&st);
+
+        /* 64K is missing at the start of the interval: its counts are not a rate. */
+        cur = prev;
+        prev.sizes[0].size_kb = 0;
+        cur.timestamp_usec += SEC;
+        gen_size(&cur, 64)->fault_fallback += 500;
+        c = storm_classify(&cfg, &st, &prev, &cur);
+        ck_assert(c.window_completed);
+        ck_assert_double_eq(st.latest.mthp_fault_fallback_per_sec, 0);
+
+        prev = cur;
+        cur.timestamp_usec += SEC;
+        gen_size(&cur, 64)->fault_fallback += 30;
+        gen_size(&cur, 64)->split += 3;
+        cur.vmstat.thp_split_page += 7;
+        c = storm_classify(&cfg, &st, &prev, &cur);
+        ck_assert(c.window_completed);
+        ck_assert_double_eq_tol(st.latest.mthp_fault_fallback_per_sec, 30, 0.01);
+        ck_assert_double_eq_tol(st.latest.mthp_split_per_sec, 3, 0.01);
+        ck_assert_double_eq_tol(st.latest.thp_split_per_sec, 7, 0.01);
+        ck_assert_uint_eq(st.latest.mthp_size_kb, 64);
+
+        prev = cur;
+        cur.timestamp_usec += SEC;
+        gen_size(&cur, 64)->split -= 1;
+        c = storm_classify(&cfg, &st, &prev, &cur);
+        ck_assert(c.interval_ignored);
+        ck_assert(!c.window_completed);
+}
+END_TEST
+
 START_TEST(test_mitigation_escalation_and_revert) {
         StormConfig cfg;
         StormState st;
@@ -953,6 +1060,19 @@ START_TEST(test_describe) {
         ck_assert_ptr_nonnull(strstr(khugepaged, "khugepaged at 63% of a CPU"));
         ck_assert_ptr_nonnull(strstr(kcompactd, "kcompactd at 41% of a CPU, 2.5 wake-ups/s"));
 
+        /* The mTHP size with the most fallbacks is named; without one the text is as before. */
+        ck_assert_ptr_null(strstr(direct, "mTHP"));
+        {
+                StormFigures mthp = f;
+                g_autofree char *text = NULL;
+
+                mthp.mthp_fault_fallback_per_sec = 25;
+                mthp.mthp_size_kb = 64;
+                mthp.mthp_size_fault_fallback_per_sec = 20;
+                text = storm_figures_describe(STORM_KIND_DIRECT_COMPACTION, &mthp);
+                ck_assert_ptr_nonnull(strstr(text, "25.0 mTHP fault fallbacks/s (20.0/s at 64K)"));
+        }
+
         no_psi.has_psi_memory = false;
         unknown = storm_figures_describe(STORM_KIND_DIRECT_COMPACTION, &no_psi);
         ck_assert_ptr_nonnull(strstr(unknown, "memory pressure unknown"));
@@ -977,6 +1097,8 @@ int main(void) {
         tcase_add_test(shapes, test_recovery_and_reheat);
         tcase_add_test(shapes, test_kthread_storms);
         tcase_add_test(shapes, test_pressure_condition);
+        tcase_add_test(shapes, test_mthp_storm);
+        tcase_add_test(shapes, test_mthp_sizes_come_and_go);
         tcase_add_test(shapes, test_mitigation_escalation_and_revert);
         tcase_add_test(shapes, test_recurring_storm_holds_longer);
         tcase_add_test(shapes, test_sampling_runs);

@@ -276,7 +276,7 @@ static void run_scenario(Scenario *sc, const StormConfig *cfg) {
         sc->last_write = now;
         set_stage(sc, STAGE_CALM_BEFORE, now);
 
-        ck_assert_int_eq(storm_watcher_new(sc->event, sc->root, cfg, on_storm, sc, &sc->watcher), 0);
+        ck_assert_int_eq(storm_watcher_new(sc->event, sc->root, NULL, cfg, on_storm, sc, &sc->watcher), 0);
         ck_assert(!storm_watcher_has_psi_trigger(sc->watcher));
         ck_assert(!storm_watcher_is_sampling(sc->watcher));
         ck_assert_ptr_null(storm_watcher_get_latest(sc->watcher));
@@ -491,7 +491,7 @@ START_TEST(test_kthread_restart) {
         ck_assert_int_ge(sd_event_now(sc.event, CLOCK_MONOTONIC, &now), 0);
         sc.last_write = now;
         set_stage(&sc, STAGE_CALM_BEFORE, now);
-        ck_assert_int_eq(storm_watcher_new(sc.event, sc.root, &cfg, on_storm, &sc, &sc.watcher), 0);
+        ck_assert_int_eq(storm_watcher_new(sc.event, sc.root, NULL, &cfg, on_storm, &sc, &sc.watcher), 0);
         ck_assert_int_ge(sd_event_add_time(sc.event, &writer, CLOCK_MONOTONIC, now + WRITER_INTERVAL, 0,
                                            on_restart_write, &sc), 0);
         ck_assert_int_ge(sd_event_add_time(sc.event, &timeout, CLOCK_MONOTONIC, now + TEST_TIMEOUT, 0, on_timeout, &sc), 0);
@@ -523,14 +523,14 @@ START_TEST(test_new_errors) {
         ck_assert_int_ge(sd_event_new(&e), 0);
 
         /* Nothing to watch without vmstat. */
-        ck_assert_int_eq(storm_watcher_new(e, root, &cfg, NULL, NULL, &w), -ENOENT);
+        ck_assert_int_eq(storm_watcher_new(e, root, NULL, &cfg, NULL, NULL, &w), -ENOENT);
         test_write_file(root, "vmstat", "this is not vmstat\n");
-        ck_assert_int_eq(storm_watcher_new(e, root, &cfg, NULL, NULL, &w), -EBADMSG);
+        ck_assert_int_eq(storm_watcher_new(e, root, NULL, &cfg, NULL, NULL, &w), -EBADMSG);
         ck_assert_ptr_null(w);
 
         /* vmstat alone is enough: no PSI, no kthreads. */
         test_write_file(root, "vmstat", "compact_stall 0\n");
-        ck_assert_int_eq(storm_watcher_new(e, root, &cfg, NULL, NULL, &w), 0);
+        ck_assert_int_eq(storm_watcher_new(e, root, NULL, &cfg, NULL, NULL, &w), 0);
         ck_assert(!storm_watcher_has_psi_trigger(w));
         ck_assert_int_eq(storm_watcher_get_phase(w, STORM_KIND_KCOMPACTD), STORM_PHASE_CALM);
         ck_assert_int_eq(storm_watcher_get_phase(w, _STORM_KIND_MAX), _STORM_PHASE_INVALID);
@@ -553,7 +553,7 @@ START_TEST(test_real_psi_trigger) {
         /* Only reads and a PSI trigger, which goes away with its fd: no knob is touched. */
         storm_config_init_defaults(&cfg);
         ck_assert_int_ge(sd_event_new(&e), 0);
-        ck_assert_int_eq(storm_watcher_new(e, "/proc", &cfg, NULL, NULL, &w), 0);
+        ck_assert_int_eq(storm_watcher_new(e, "/proc", NULL, &cfg, NULL, NULL, &w), 0);
         /* The kernel accepted the trigger: an idle watcher arms no timer at all. */
         ck_assert(storm_watcher_has_psi_trigger(w));
         ck_assert(!storm_watcher_is_sampling(w));
