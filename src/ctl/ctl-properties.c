@@ -177,7 +177,7 @@ static const Field counter_row_fields[] = {
 };
 ROW_TYPE(counter_row, CtlCounter, "{st}")
 
-/* show names a size "64kB", as a pool: SizeStats.64kB.Counters.NAME=; JSON gives the number. */
+/* show names a size "64kB", as a pool: SizeStats.64kB.NAME= for each counter; JSON gives the number. */
 static void size_stat_finish(void *row) {
         CtlSizeStat *s = row;
 

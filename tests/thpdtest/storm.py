@@ -62,8 +62,12 @@ class FakeKernel:
 
     TICK = 0.02
 
-    def __init__(self, procfs, threads=()):
+    def __init__(self, procfs, threads=(), sysfs=None):
         self.procfs = Path(procfs)
+        # With sysfs, a rate named "hugepages-64kB/anon_fault_fallback" advances that per-size
+        # counter under sysfs's hugepages-64kB/stats/.
+        self.sysfs = Path(sysfs) if sysfs is not None else None
+        self.size_counters = {}
         self.counters = {name: 0.0 for name in thpdtest.VMSTAT_COUNTERS}
         # Counters a busy machine has been counting for a while: not 0, as after boot.
         self.counters.update(compact_stall=1200, compact_fail=900, compact_success=300, thp_fault_alloc=50000)
@@ -125,7 +129,10 @@ class FakeKernel:
         dt = now - self._last
         self._last = now
         for name, rate in self.shape.rates.items():
-            self.counters[name] += rate * dt
+            if '/' in name:
+                self.size_counters[name] = self.size_counters.get(name, 0.0) + rate * dt
+            else:
+                self.counters[name] += rate * dt
         self.psi_some_usec += self.shape.psi_some * dt * 1e6
         self.psi_full_usec += self.shape.psi_full * dt * 1e6
         for pid, share in self.shape.cpu.items():
@@ -144,6 +151,9 @@ class FakeKernel:
         self._replace(self.procfs / 'pressure' / 'memory',
                       f'some avg10=0.00 avg60=0.00 avg300=0.00 total={int(self.psi_some_usec)}\n'
                       f'full avg10=0.00 avg60=0.00 avg300=0.00 total={int(self.psi_full_usec)}\n')
+        for name, value in self.size_counters.items():
+            size, counter = name.split('/')
+            self._replace(self.sysfs / 'kernel/mm/transparent_hugepage' / size / 'stats' / counter, f'{int(value)}\n')
         for pid, (comm, flags, cpu) in self.threads.items():
             directory = self.procfs / str(pid)
             directory.mkdir(exist_ok=True)
