@@ -96,6 +96,7 @@ bool thp_size_stats_shown(const ThpSizeStats *s, KnobValue effective_enabled) {
 
         if (thp_size_stats_has(s, THP_STAT_NR_ANON) && s->value[THP_STAT_NR_ANON] > 0)
                 return true;
-        /* Unknown is shown: a size thpd cannot tell is off may be in use. */
-        return effective_enabled != KNOB_ENABLED_NEVER;
+        /* Unknown is not on: a size without a per-size "enabled" has no anonymous THP at all
+         * (6.18's 8 kB is for shmem only), and one that holds pages is shown above anyway. */
+        return effective_enabled != KNOB_ENABLED_NEVER && effective_enabled != KNOB_VALUE_UNSET;
 }

@@ -66,5 +66,6 @@ int thp_size_stats_set(ThpSizeStats *s, const char *name, const char *content);
  * "inherit" following the global "enabled". KNOB_VALUE_UNSET when a value it needs is. */
 KnobValue thp_size_effective_enabled(KnobValue size_enabled, KnobValue global_enabled);
 
-/* Whether status shows the size: it may get pages (effective not "never"), or holds some. */
+/* Whether status shows the size: it may get anonymous pages (effective known and not "never"),
+ * or holds some. */
 bool thp_size_stats_shown(const ThpSizeStats *s, KnobValue effective_enabled);
