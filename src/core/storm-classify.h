@@ -46,7 +46,7 @@ StormAction storm_action_from_string(const char *s);
  *
  * Action=log|mitigate            (log) log/signal only, or also vote for softer knobs
  * FailRatio=RATIO                (0.5) compact_fail / (compact_fail + compact_success) above this
- * CompactFailsPerSec=RATE        (10) failed direct compactions (as many as THP faults) per second:
+ * CompactFailsPerSec=RATE        (10) failed direct compactions (as many as THP faults of any size) per second:
  *                                hot on their own
  * CompactStallsPerSec=RATE       (1) direct compaction stalls per second: hot with pressure
  * PressurePercent=PERCENT        (10) PSI memory "some" over a window, for the path above

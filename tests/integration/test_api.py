@@ -267,6 +267,11 @@ class PropertiesTest(ApiTestCase):
             self.assertIn(kind, STORM_KINDS)
             self.assertIn(phase, STORM_PHASES)
             self.assertTrue(all(isinstance(v, (int, float)) for v in figures.values()), figures)
+        # The scratch kernel's per-size counters, all 0; 2M inherits the global enabled.
+        sizes = busctl_property(self.stack, 'SizeStats')
+        self.assertEqual([row[:2] for row in sizes], [[64, self.kernel.read_knob('hugepages-64kB/enabled')],
+                                                      [2048, self.kernel.read_knob('enabled')]])
+        self.assertEqual(sizes[0][2]['nr_anon'], 0)
         self.assertEqual(busctl_property(self.stack, 'Status'), self.thpd.status)
         self.assertIn('2 active policies', self.thpd.status)
         # Whose value: a row per knob, in the order of Knobs, then the pool; what a policy holds
