@@ -133,8 +133,8 @@ static gint compare_usage_held(gconstpointer a, gconstpointer b) {
         return x > y ? -1 : x < y;
 }
 
-/* Cut to the units that hold the most. */
-static void print_usage(CtlOutput *out, GArray *usage) {
+/* Cut to the units that hold the most. has_sizes: the kernel counts THP sizes (6.10 and later). */
+static void print_usage(CtlOutput *out, GArray *usage, bool has_sizes) {
         g_autoptr(GPtrArray) units = NULL;
         g_autoptr(CtlTable) t = NULL;
         g_autofree char *label = label_prefix("THP held:"), *continuation = label_prefix("");
@@ -154,8 +154,10 @@ static void print_usage(CtlOutput *out, GArray *usage) {
         /* smaps AnonHugePages and memcg anon_thp count PMD-sized THPs only, and the per-size
          * counters have no per-cgroup version: a service's mTHP use cannot be shown. */
         print_continuation(out);
-        ctl_printf(out, "%sPMD-sized THP only: the kernel counts smaller sizes machine-wide (Sizes), not per service%s\n",
-                   ctl_color(CTL_COLOR_GREY), ctl_color(CTL_COLOR_NORMAL));
+        ctl_printf(out, "%sPMD-sized THP only: %s%s\n", ctl_color(CTL_COLOR_GREY),
+                   has_sizes ? "the kernel counts smaller sizes machine-wide (Sizes), not per service"
+                             : "the kernel counts no smaller size per service",
+                   ctl_color(CTL_COLOR_NORMAL));
 }
 
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
@@ -520,7 +522,7 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
                    ctl_color(CTL_COLOR_NORMAL), p->version ?: "(unknown version)", ctl_glyph(CTL_GLYPH_DASH), p->status ?: "",
                    problems);
         print_policies(out, p);
-        print_usage(out, usage);
+        print_usage(out, usage, p->size_stats->len > 0);
         print_knobs(out, p);
         print_pools(out, p);
         print_sizes(out, p);
