@@ -296,6 +296,7 @@ static int setup_baseline(Manager *m) {
                 if (m->present[k] && sysfs_read_knob(m->sysfs_root, k, &current[k]) < 0)
                         m->present[k] = false;
         }
+        sysfs_probe_features(m->sysfs_root, m->present, &m->features);
 
         r = baseline_load(m->runtime_dir, &recorded);
         reused = r >= 0;

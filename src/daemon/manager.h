@@ -72,6 +72,7 @@ typedef struct Manager {
         UnitTracker *units;
 
         bool present[_KNOB_MAX];       /* knobs this kernel has */
+        SysfsThpFeatures features;     /* and what else its THP has */
         KnobFiles knob_files;          /* the present knobs' files, kept open */
         PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
