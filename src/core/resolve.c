@@ -138,9 +138,9 @@ static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
         return &t->pools[t->n_pools++];
 }
 
-bool resolve_mthp_collapse_on(const ResolveInput *in, const KnobValue value[_KNOB_MAX]) {
+Knob resolve_mthp_collapse_size(const ResolveInput *in, const KnobValue value[_KNOB_MAX]) {
         if (!in->mthp_collapse)
-                return false;
+                return _KNOB_INVALID;
         for (Knob k = KNOB_MTHP_FIRST; k < _KNOB_MAX; k++) {
                 KnobValue v = value[k];
 
@@ -149,9 +149,9 @@ bool resolve_mthp_collapse_on(const ResolveInput *in, const KnobValue value[_KNO
                 if (v == KNOB_MTHP_INHERIT)
                         v = value[KNOB_ENABLED];
                 if (v != KNOB_VALUE_UNSET && v != KNOB_ENABLED_NEVER)
-                        return true;
+                        return k;
         }
-        return false;
+        return _KNOB_INVALID;
 }
 
 KnobValue resolve_max_ptes_none(KnobValue v, bool collapse_on) {
@@ -172,7 +172,7 @@ void resolve(const ResolveInput *in, Target *ret) {
         resolve_knobs(in, KNOB_ENABLED + 1, _KNOB_MAX, ret->value[KNOB_ENABLED], ret);
 
         if (ret->source[mpn].kind != SOURCE_BASELINE) {
-                KnobValue moved = resolve_max_ptes_none(ret->value[mpn], resolve_mthp_collapse_on(in, ret->value));
+                KnobValue moved = resolve_max_ptes_none(ret->value[mpn], resolve_mthp_collapse_size(in, ret->value) >= 0);
 
                 if (moved != ret->value[mpn]) {
                         ret->max_ptes_none_voted = ret->value[mpn];

@@ -67,7 +67,7 @@ typedef struct ResolveInput {
         /* khugepaged collapses to mTHP sizes on this kernel (7.2; the sysfs adapter probes
          * hugepages-<N>kB/stats/collapse_exceed_none_pte); pmd_knob, the per-size enabled knob of
          * the PMD size, which khugepaged always collapsed to; present, the knobs this kernel has
-         * (NULL: all): what resolve_mthp_collapse_on() needs. */
+         * (NULL: all): what resolve_mthp_collapse_size() needs. */
         bool mthp_collapse;
         Knob pmd_knob;
         const bool *present;
@@ -111,9 +111,10 @@ bool resolve_withdrawn(const ActivePolicy *a, Knob k);
 void resolve(const ResolveInput *in, Target *ret);
 
 /* Whether khugepaged's mTHP collapse applies: the kernel has it and some per-size enabled other
- * than the PMD size's is on (not never; inherit follows the global enabled). value is the
- * resolved target, with enabled and the per-size knobs resolved. */
-bool resolve_mthp_collapse_on(const ResolveInput *in, const KnobValue value[_KNOB_MAX]);
+ * than the PMD size's is on (not never; inherit follows the global enabled). Returns the first
+ * such per-size knob, or _KNOB_INVALID. value is the resolved target, with enabled and the
+ * per-size knobs resolved. */
+Knob resolve_mthp_collapse_size(const ResolveInput *in, const KnobValue value[_KNOB_MAX]);
 
 /* khugepaged's mTHP collapse honours max_ptes_none only at 0 and 511: for any other value the
  * kernel logs "mTHP collapse does not support max_ptes_none values other than 0 or 511" once and

@@ -811,9 +811,9 @@ START_TEST(test_max_ptes_none_absent_size_and_baseline) {
         };
 
         resolve(&in, &t);
-        ck_assert(!resolve_mthp_collapse_on(&in, t.value));
+        ck_assert_int_eq(resolve_mthp_collapse_size(&in, t.value), _KNOB_INVALID);
         in.present = NULL;
-        ck_assert(resolve_mthp_collapse_on(&in, t.value));
+        ck_assert_int_eq(resolve_mthp_collapse_size(&in, t.value), k64);
         resolve(&in, &t);
         assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "100");
         ck_assert_int_eq(t.source[KNOB_KHUGEPAGED_MAX_PTES_NONE].kind, SOURCE_BASELINE);
