@@ -141,7 +141,8 @@ static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
 Knob resolve_mthp_collapse_size(const ResolveInput *in, const KnobValue value[_KNOB_MAX]) {
         if (!in->mthp_collapse)
                 return _KNOB_INVALID;
-        for (Knob k = KNOB_MTHP_FIRST; k < _KNOB_MAX; k++) {
+        for (unsigned i = 0; i < KNOB_MTHP_SLOTS; i++) {
+                Knob k = KNOB_MTHP_FIRST + (Knob) i;
                 KnobValue v = value[k];
 
                 if (k == in->pmd_knob || (in->present && !in->present[k]) || v == KNOB_VALUE_UNSET)

@@ -375,14 +375,18 @@ static void note_max_ptes_none(const Manager *m, KnobValue value, GArray *notes)
                           "only at 0 or 511: for another value the kernel logs \"mTHP collapse does not support "
                           "max_ptes_none values other than 0 or 511\" and collapses as with 0";
 
+        /* The size is the one the last apply found on; the features do not change after the
+         * probe, but name none rather than trust that. */
         if (m->target.max_ptes_none_voted != KNOB_VALUE_UNSET)
-                add_note(notes, "mthp-collapse", g_strdup_printf("moved from %" PRIi64 " to %" PRIi64 ", the stricter allowed value, "
-                                                       "while %s is on: %s",
-                                                       m->target.max_ptes_none_voted, value, knob_name(size), why));
+                add_note(notes, "mthp-collapse",
+                         g_strdup_printf("moved from %" PRIi64 " to %" PRIi64 ", the stricter allowed value, while %s is on: %s",
+                                         m->target.max_ptes_none_voted, value, size >= 0 ? knob_name(size) : "an mTHP size",
+                                         why));
         else if (size >= 0 && resolve_max_ptes_none(value, true) != value)
-                add_note(notes, "mthp-collapse", g_strdup_printf("the kernel takes %" PRIi64 " as 0 while %s is on (%s); "
-                                                       "thpd leaves the baseline's value as it is",
-                                                       value, knob_name(size), why));
+                add_note(notes, "mthp-collapse",
+                         g_strdup_printf("the kernel takes %" PRIi64 " as 0 while %s is on (%s); thpd leaves the baseline's "
+                                         "value as it is",
+                                         value, knob_name(size), why));
         if (m->features.shrink_underused)
                 add_note(notes, "shrinker", g_strdup_printf(
                         "it also drives the underused-THP shrinker (shrink_underused): under memory pressure a huge page "
@@ -402,10 +406,11 @@ static void note_pmd_unreachable(const Manager *m, KnobValue baseline, GArray *n
             m->target.source[pmd].kind != SOURCE_BASELINE || m->target.source[KNOB_ENABLED].kind == SOURCE_BASELINE ||
             m->target.value[KNOB_ENABLED] == KNOB_ENABLED_NEVER)
                 return;
-        add_note(notes, "pmd-unreachable", g_strdup_printf("%s does not reach %" PRIu64 " kB pages: thp_anon= on the kernel command line "
-                                               "set %s to never, and no policy sets Enabled.%s=",
-                                               knob_value_to_string(KNOB_ENABLED, m->target.value[KNOB_ENABLED], buf),
-                                               knob_mthp_size_kb(pmd), knob_name(pmd), knob_info(pmd)->key + strlen("Enabled.")));
+        add_note(notes, "pmd-unreachable",
+                 g_strdup_printf("%s does not reach %" PRIu64 " kB pages: thp_anon= on the kernel command line set %s to "
+                                 "never, and no policy sets %s=",
+                                 knob_value_to_string(KNOB_ENABLED, m->target.value[KNOB_ENABLED], buf),
+                                 knob_mthp_size_kb(pmd), knob_name(pmd), knob_info(pmd)->key));
 }
 
 GArray *manager_knob_notes(const Manager *m, Knob k) {
@@ -418,9 +423,9 @@ GArray *manager_knob_notes(const Manager *m, Knob k) {
         /* Only while the baseline is still what the command line chose, not what an admin or
          * thpd.conf set since. */
         if (m->cmdline.origin[k] >= 0 && baseline[k] == m->cmdline.value[k] && m->settings.baseline[k] == KNOB_VALUE_UNSET)
-                add_note(notes, "baseline", g_strdup_printf("baseline %s (%s on the kernel command line)",
-                                                       knob_value_to_string(k, baseline[k], buf),
-                                                       cmdline_param_to_string(m->cmdline.origin[k])));
+                add_note(notes, "baseline",
+                         g_strdup_printf("baseline %s (%s on the kernel command line)", knob_value_to_string(k, baseline[k], buf),
+                                         cmdline_param_to_string(m->cmdline.origin[k])));
         if (k == KNOB_KHUGEPAGED_MAX_PTES_NONE && m->target.value[k] != KNOB_VALUE_UNSET)
                 note_max_ptes_none(m, m->target.value[k], notes);
         if (k == KNOB_ENABLED || k == m->features.pmd_knob)

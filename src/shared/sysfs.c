@@ -345,7 +345,8 @@ void sysfs_probe_features(const char *sysfs_root, const bool present[_KNOB_MAX],
         SysfsThpFeatures f = { .pmd_knob = KNOB_ENABLED };
         uint64_t bytes;
 
-        for (Knob k = KNOB_MTHP_FIRST; k < _KNOB_MAX; k++) {
+        for (unsigned i = 0; i < KNOB_MTHP_SLOTS; i++) {
+                Knob k = KNOB_MTHP_FIRST + (Knob) i;
                 g_autofree char *stat_name = g_strdup_printf("hugepages-%" PRIu64 "kB/stats/collapse_exceed_none_pte",
                                                              knob_mthp_size_kb(k));
 
