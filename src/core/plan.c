@@ -395,6 +395,9 @@ void plan(PlanState *s, const PlanInput *in, Target *target, Plan *ret) {
                 .override = in->override,
                 .pool_baseline = in->pool_baseline,
                 .n_pool_baseline = in->n_pool_baseline,
+                .mthp_collapse = in->mthp_collapse,
+                .pmd_knob = in->pmd_knob,
+                .present = in->present,
         };
         resolve(&r, target);
         FOREACH_KNOB(k)

@@ -104,6 +104,8 @@ typedef struct PlanInput {
         const bool *yielded;
         const PoolBaseline *pool_baseline;
         size_t n_pool_baseline;
+        bool mthp_collapse;         /* as ResolveInput's */
+        Knob pmd_knob;              /* as ResolveInput's */
 } PlanInput;
 
 /* A running unit of a Scope=service policy whose processes nobody checked since it started. */

@@ -138,12 +138,48 @@ static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
         return &t->pools[t->n_pools++];
 }
 
+Knob resolve_mthp_collapse_size(const ResolveInput *in, const KnobValue value[_KNOB_MAX]) {
+        if (!in->mthp_collapse)
+                return _KNOB_INVALID;
+        for (unsigned i = 0; i < KNOB_MTHP_SLOTS; i++) {
+                Knob k = KNOB_MTHP_FIRST + (Knob) i;
+                KnobValue v = value[k];
+
+                if (k == in->pmd_knob || (in->present && !in->present[k]) || v == KNOB_VALUE_UNSET)
+                        continue;
+                if (v == KNOB_MTHP_INHERIT)
+                        v = value[KNOB_ENABLED];
+                if (v != KNOB_VALUE_UNSET && v != KNOB_ENABLED_NEVER)
+                        return k;
+        }
+        return _KNOB_INVALID;
+}
+
+KnobValue resolve_max_ptes_none(KnobValue v, bool collapse_on) {
+        const KnobInfo *info = knob_info(KNOB_KHUGEPAGED_MAX_PTES_NONE);
+
+        if (!collapse_on || v == KNOB_VALUE_UNSET || v == (KnobValue) info->min || v == (KnobValue) info->max)
+                return v;
+        return (KnobValue) (info->higher_is_stricter ? info->max : info->min);
+}
+
 void resolve(const ResolveInput *in, Target *ret) {
-        *ret = (Target) {};
+        const Knob mpn = KNOB_KHUGEPAGED_MAX_PTES_NONE;
+
+        *ret = (Target) { .max_ptes_none_voted = KNOB_VALUE_UNSET };
 
         /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
         resolve_knobs(in, KNOB_ENABLED, KNOB_ENABLED + 1, KNOB_VALUE_UNSET, ret);
         resolve_knobs(in, KNOB_ENABLED + 1, _KNOB_MAX, ret->value[KNOB_ENABLED], ret);
+
+        if (ret->source[mpn].kind != SOURCE_BASELINE) {
+                KnobValue moved = resolve_max_ptes_none(ret->value[mpn], resolve_mthp_collapse_size(in, ret->value) >= 0);
+
+                if (moved != ret->value[mpn]) {
+                        ret->max_ptes_none_voted = ret->value[mpn];
+                        ret->value[mpn] = moved;
+                }
+        }
 
         for (size_t i = 0; i < in->n_pool_baseline; i++) {
                 const PoolBaseline *b = &in->pool_baseline[i];

@@ -64,6 +64,13 @@ typedef struct ResolveInput {
         const KnobValue *override;   /* NULL, or [_KNOB_MAX] with UNSET where it does not vote */
         const PoolBaseline *pool_baseline;
         size_t n_pool_baseline;
+        /* khugepaged collapses to mTHP sizes on this kernel (7.2; the sysfs adapter probes
+         * hugepages-<N>kB/stats/collapse_exceed_none_pte); pmd_knob, the per-size enabled knob of
+         * the PMD size, which khugepaged always collapsed to; present, the knobs this kernel has
+         * (NULL: all): what resolve_mthp_collapse_size() needs. */
+        bool mthp_collapse;
+        Knob pmd_knob;
+        const bool *present;
 } ResolveInput;
 
 typedef struct Target {
@@ -72,6 +79,9 @@ typedef struct Target {
         PoolTarget pools[RESOLVE_MAX_POOLS];
         size_t n_pools;
         bool pools_truncated; /* more (size, node) pairs than RESOLVE_MAX_POOLS */
+        /* The max_ptes_none the votes chose, where resolve_max_ptes_none() moved it to the
+         * value in value[]; UNSET where it was not moved. */
+        KnobValue max_ptes_none_voted;
 } Target;
 
 /* Which Scope=auto policies are met per service: those whose Enabled= is stricter than the
@@ -90,13 +100,28 @@ void resolve_per_service(ActivePolicy *active, size_t n_active);
  * are memory set aside: both stay votes. */
 bool resolve_withdrawn(const ActivePolicy *a, Knob k);
 
-/* Per knob: override > strictest of (active policies, mitigation) > baseline. A Scope=service
+/* Per knob: override > strictest of (active policies, mitigation) > baseline; then
+ * khugepaged/max_ptes_none as resolve_max_ptes_none() says, unless it is the baseline's (thpd
+ * leaves the admin's own value alone: Explain says what the kernel makes of it). A Scope=service
  * policy votes on no knob (its knobs[] are unset; thpd-generator isolates its services), nor does
  * a Scope=auto one met per service on the knobs it withdraws, but their pools count like any
  * other: a pool is machine-wide. Pools: baseline +
  * the sum of active policies' pools per (page size, node); baseline pools with no policy are
  * listed too, so restoring them is the same code path. */
 void resolve(const ResolveInput *in, Target *ret);
+
+/* Whether khugepaged's mTHP collapse applies: the kernel has it and some per-size enabled other
+ * than the PMD size's is on (not never; inherit follows the global enabled). Returns the first
+ * such per-size knob, or _KNOB_INVALID. value is the resolved target, with enabled and the
+ * per-size knobs resolved. */
+Knob resolve_mthp_collapse_size(const ResolveInput *in, const KnobValue value[_KNOB_MAX]);
+
+/* khugepaged's mTHP collapse honours max_ptes_none only at 0 and 511: for any other value the
+ * kernel logs "mTHP collapse does not support max_ptes_none values other than 0 or 511" once and
+ * collapses as with 0, while the file still reads the value written. So, while that collapse
+ * applies (collapse_on), a value between is moved to the allowed value in the stricter direction
+ * (lower is stricter: 0), which thpd then writes and holds as its own. UNSET stays UNSET. */
+KnobValue resolve_max_ptes_none(KnobValue v, bool collapse_on);
 
 /* One vote on a knob, as resolve() weighed it. */
 typedef struct Vote {

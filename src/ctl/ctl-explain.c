@@ -77,6 +77,31 @@ static guint read_group(GArray *votes, guint start, const Vote **ret_winner, Ctl
         return end;
 }
 
+/* KnobNotes' sentences about knob, borrowed from props. */
+static GPtrArray *knob_notes(const CtlProperties *props, const char *knob) {
+        GPtrArray *notes = g_ptr_array_new();
+
+        for (guint i = 0; i < props->knob_notes->len; i++) {
+                const CtlKnobNote *n = &g_array_index(props->knob_notes, CtlKnobNote, i);
+
+                if (streq(n->knob, knob))
+                        g_ptr_array_add(notes, n->note);
+        }
+        return notes;
+}
+
+/* The target the daemon resolved for knob, where it is not the winning vote's value (a value
+ * moved after the votes, see KnobNotes); NULL otherwise. Borrowed from props. */
+static const char *moved_target(const CtlProperties *props, const Vote *winner) {
+        for (guint i = 0; winner && i < props->knobs->len; i++) {
+                const CtlKnob *k = &g_array_index(props->knobs, CtlKnob, i);
+
+                if (streq(k->name, winner->knob))
+                        return streq(k->target, winner->value) || k->target[0] == '\0' ? NULL : k->target;
+        }
+        return NULL;
+}
+
 /* "" on the bus means "none"; JSON says null. */
 static int print_json(CtlOutput *out, GArray *votes, const CtlProperties *props, const char *only_knob) {
         static const char *const members[] = { "IsolatedServices", "DriftConflicts", "RecentDrift" };
@@ -86,14 +111,20 @@ static int print_json(CtlOutput *out, GArray *votes, const CtlProperties *props,
         ctl_json_begin_array(b, "knobs");
         for (guint start = 0, end; start < votes->len; start = end) {
                 g_autoptr(CtlTable) t = NULL;
+                g_autoptr(GPtrArray) notes = NULL;
                 const Vote *winner;
 
                 end = read_group(votes, start, &winner, &t);
+                notes = knob_notes(props, g_array_index(votes, Vote, start).knob);
                 ctl_json_begin_object(b, NULL);
                 ctl_json_string(b, "knob", g_array_index(votes, Vote, start).knob);
-                ctl_json_string(b, "target", winner ? winner->value : NULL);
+                ctl_json_string(b, "target", moved_target(props, winner) ?: (winner ? winner->value : NULL));
                 ctl_json_string(b, "source", winner ? winner->source : NULL);
                 ctl_table_to_json(t, b, "votes");
+                ctl_json_begin_array(b, "notes");
+                for (guint i = 0; i < notes->len; i++)
+                        ctl_json_string(b, NULL, g_ptr_array_index(notes, i));
+                ctl_json_end_array(b);
                 ctl_json_end_object(b);
         }
         ctl_json_end_array(b);
@@ -106,24 +137,30 @@ static int print_json(CtlOutput *out, GArray *votes, const CtlProperties *props,
         return ctl_json_print(b, out->f);
 }
 
-static void print_text(CtlOutput *out, GArray *votes) {
+static void print_text(CtlOutput *out, GArray *votes, const CtlProperties *props) {
         for (guint start = 0, end; start < votes->len; start = end) {
                 g_autoptr(CtlTable) t = NULL;
+                g_autoptr(GPtrArray) notes = NULL;
                 const Vote *winner;
 
                 end = read_group(votes, start, &winner, &t);
+                notes = knob_notes(props, g_array_index(votes, Vote, start).knob);
 
                 if (start > 0)
                         ctl_printf(out, "\n");
                 if (winner) {
                         g_autofree char *reason = vote_reason(winner);
+                        const char *moved = moved_target(props, winner);
 
-                        ctl_printf(out, "%s%s = %s%s, from %s\n", ctl_color(CTL_COLOR_BOLD), winner->knob, winner->value,
-                                   ctl_color(CTL_COLOR_NORMAL), reason);
+                        ctl_printf(out, "%s%s = %s%s, from %s%s%s%s\n", ctl_color(CTL_COLOR_BOLD), winner->knob,
+                                   moved ?: winner->value, ctl_color(CTL_COLOR_NORMAL), reason, moved ? " (its vote " : "",
+                                   moved ? winner->value : "", moved ? ", moved: see below)" : "");
                 } else
                         ctl_printf(out, "%s%s%s: no vote decides it\n", ctl_color(CTL_COLOR_BOLD), g_array_index(votes, Vote, start).knob,
                                    ctl_color(CTL_COLOR_NORMAL));
                 ctl_table_print_block(t, out, "  ", "  ");
+                for (guint i = 0; i < notes->len; i++)
+                        ctl_printf(out, "  %s %s\n", ctl_glyph(CTL_GLYPH_DASH), (const char *) g_ptr_array_index(notes, i));
         }
 }
 
@@ -218,7 +255,7 @@ int verb_explain(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
 
         if (o->json)
                 return print_json(out, votes, &props, argc > 0 ? argv[0] : NULL);
-        print_text(out, votes);
+        print_text(out, votes, &props);
         print_isolated(out, isolated);
         print_drift(out, &props, argc > 0 ? argv[0] : NULL);
         return ctl_output_flush(out) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;

@@ -9,7 +9,7 @@
 const char *const ctl_property_names[] = {
         "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
         "OverrideExpiresAt", "StormState", "StormAction", "Storms", "SizeStats", "PolicyDiagnostics", "DriftConflicts", "RecentDrift",
-        "Ownership", NULL,
+        "Ownership", "KnobNotes", NULL,
 };
 
 /* How one field of a row the bus sends is read, freed and shown: the rows of a list property are
@@ -229,6 +229,14 @@ static const Field ownership_row_fields[] = {
 };
 ROW_TYPE(ownership_row, CtlOwnership, "(sss)")
 
+/* KnobNotes: knob, what the note is about, and the sentence. */
+static const Field knob_note_row_fields[] = {
+        FIELD("Knob", "knob", FIELD_STRING, CtlKnobNote, knob),
+        FIELD("Kind", "kind", FIELD_STRING, CtlKnobNote, kind),
+        FIELD("Note", "note", FIELD_STRING, CtlKnobNote, note),
+};
+ROW_TYPE(knob_note_row, CtlKnobNote, "(sss)")
+
 /* show gives each event one line that splits on blanks: KNOB FOUND EXPECTED WRITER ACTION WHEN
  * WRITTEN WRONG_USEC, the writer "-" when unknown and WRITTEN and WRONG_USEC 0 when the write was
  * not seen or the knob not restored. JSON has the writer's text after the writer, the bus last. */
@@ -268,6 +276,7 @@ static const Field property_fields[] = {
         ROWS("DriftConflicts", "drift_conflicts", CtlProperties, drift_conflicts, &drift_conflict_row),
         ROWS("RecentDrift", "recent_drift", CtlProperties, recent_drift, &drift_row),
         ROWS("Ownership", "ownership", CtlProperties, ownership, &ownership_row),
+        ROWS("KnobNotes", "knob_notes", CtlProperties, knob_notes, &knob_note_row),
 };
 
 static const RowType properties_row = {

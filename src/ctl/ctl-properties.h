@@ -95,6 +95,11 @@ typedef struct CtlOwnership {
         char *detail; /* what thpd holds it for, or the writer; "" for none (the baseline's, an unknown writer) */
 } CtlOwnership;
 
+/* A sentence thpd has about a knob besides its votes (KnobNotes). */
+typedef struct CtlKnobNote {
+        char *knob, *kind, *note; /* kind: "baseline", "mthp-collapse", "shrinker", "pmd-unreachable", ... */
+} CtlKnobNote;
+
 /* "restored after 3 ms", or the action as the bus says it ("adopted", "yielded"). */
 char *ctl_drift_action(const CtlDrift *d);
 
@@ -113,6 +118,7 @@ typedef struct CtlProperties {
         GArray *drift_conflicts; /* CtlDriftConflict */
         GArray *recent_drift;    /* CtlDrift, oldest first */
         GArray *ownership;       /* CtlOwnership: knobs, then pools */
+        GArray *knob_notes;      /* CtlKnobNote */
 } CtlProperties;
 
 /* The property names, in the order status and show print them. */

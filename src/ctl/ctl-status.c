@@ -160,6 +160,17 @@ static void print_usage(CtlOutput *out, GArray *usage, bool has_sizes) {
                    ctl_color(CTL_COLOR_NORMAL));
 }
 
+/* The first KnobNotes row of this kind about knob, or NULL. */
+static const CtlKnobNote *knob_note(const CtlProperties *p, const char *knob, const char *kind) {
+        for (guint i = 0; i < p->knob_notes->len; i++) {
+                const CtlKnobNote *n = &g_array_index(p->knob_notes, CtlKnobNote, i);
+
+                if (streq(n->knob, knob) && streq(n->kind, kind))
+                        return n;
+        }
+        return NULL;
+}
+
 static void print_knobs(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(CtlTable) t = block_table(4);
         g_autofree char *label = label_prefix("Knobs:"), *continuation = label_prefix("");
@@ -174,6 +185,13 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                 g_autofree char *reason = knob_reason(k), *moved_from = NULL;
                 g_autoptr(GString) why = g_string_new(NULL);
                 const CtlDriftConflict *conflict;
+                const CtlKnobNote *from_boot = knob_note(p, k->name, "baseline");
+
+                /* "baseline never (thp_anon= on the kernel command line)" says where it came from. */
+                if (baseline && from_boot) {
+                        g_free(reason);
+                        reason = g_strdup(from_boot->note);
+                }
 
                 g_string_append_printf(why, "%s%s%s", baseline ? ctl_color(CTL_COLOR_GREY) : "", reason,
                                        baseline ? ctl_color(CTL_COLOR_NORMAL) : "");
@@ -184,6 +202,8 @@ static void print_knobs(CtlOutput *out, const CtlProperties *p) {
                         g_string_append_printf(why, "%s %s target %s left to %s (see Conflict)%s", ctl_color(CTL_COLOR_YELLOW),
                                                ctl_glyph(CTL_GLYPH_DASH), k->target,
                                                conflict->writer[0] ? conflict->writer : "another writer", ctl_color(CTL_COLOR_NORMAL));
+                if (knob_note(p, k->name, "mthp-collapse") || knob_note(p, k->name, "pmd-unreachable"))
+                        g_string_append_printf(why, " %s see thpd-ctl explain %s", ctl_glyph(CTL_GLYPH_DASH), k->name);
                 if (moved)
                         moved_from = g_strdup_printf("(baseline %s)", k->baseline);
 

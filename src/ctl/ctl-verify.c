@@ -10,6 +10,8 @@
 #include "log.h"
 #include "policy-dirs.h"
 #include "policy.h"
+#include "procfs.h"
+#include "sysfs.h"
 #include "util.h"
 
 /* verify parses strictly: an unknown section or key, which the daemon only warns about (a newer
@@ -22,6 +24,7 @@ typedef struct Checked {
         char *masked_by;
         GPtrArray *shadowed; /* char*: what it overrides, or what the mask hides */
         bool valid;
+        Policy *parsed;      /* NULL when it does not parse */
 } Checked;
 
 static void checked_clear(gpointer p) {
@@ -32,6 +35,7 @@ static void checked_clear(gpointer p) {
         g_free(c->masked_by);
         if (c->shadowed)
                 g_ptr_array_unref(c->shadowed);
+        g_clear_pointer(&c->parsed, policy_free);
 }
 
 static const char *const *search_dirs(const CtlOptions *o) {
@@ -74,6 +78,7 @@ static void verify_file(const char *const *dirs, const char *path, Diagnostics *
 
         trusted = policy_file_check_trusted(path, level, diag) || level == DIAGNOSTIC_WARNING;
         c.valid = policy_load(path, POLICY_PARSE_STRICT, diag, &p) >= 0 && trusted;
+        c.parsed = g_steal_pointer(&p);
         g_array_append_val(checked, c);
 }
 
@@ -102,9 +107,50 @@ static int verify_dirs(const char *const *dirs, Diagnostics *diag, GArray *check
                         g_ptr_array_add(c.shadowed, g_strdup(g_ptr_array_index(f->shadowed, j)));
                 if (f->path)
                         c.valid = policy_load(f->path, POLICY_PARSE_STRICT, diag, &p) >= 0;
+                c.parsed = g_steal_pointer(&p);
                 g_array_append_val(checked, c);
         }
         return 0;
+}
+
+/* thp_anon= on this machine's command line started the PMD size as never, so a global Enabled=
+ * reaches no PMD-sized page unless some policy sets that size: a warning, as it depends on the
+ * machine verify runs on, not on the file. The roots move as the daemon's do (THPD_SYSFS,
+ * THPD_PROCFS). */
+static void warn_pmd_unreachable(GArray *checked, Diagnostics *diag) {
+        const char *sysfs = getenv("THPD_SYSFS"), *procfs = getenv("THPD_PROCFS");
+        bool present[_KNOB_MAX];
+        SysfsThpFeatures f;
+        CmdlineThp cmdline;
+        Knob pmd;
+
+        sysfs = sysfs && *sysfs ? sysfs : "/sys";
+        procfs = procfs && *procfs ? procfs : "/proc";
+        sysfs_probe_knobs(sysfs, present);
+        sysfs_probe_features(sysfs, present, &f);
+        pmd = f.pmd_knob;
+        if (!knob_is_mthp(pmd) || procfs_read_cmdline_thp(procfs, present, &cmdline) < 0 ||
+            cmdline.origin[pmd] != CMDLINE_THP_ANON || cmdline.value[pmd] != KNOB_ENABLED_NEVER)
+                return;
+        for (guint i = 0; i < checked->len; i++) {
+                const Policy *p = g_array_index(checked, Checked, i).parsed;
+
+                if (p && p->knobs[pmd] != KNOB_VALUE_UNSET)
+                        return;
+        }
+        for (guint i = 0; i < checked->len; i++) {
+                const Checked *c = &g_array_index(checked, Checked, i);
+                KnobValue v = c->parsed ? c->parsed->knobs[KNOB_ENABLED] : KNOB_VALUE_UNSET;
+                char buf[24];
+
+                if (v == KNOB_VALUE_UNSET || v == KNOB_ENABLED_NEVER || c->parsed->scope == POLICY_SCOPE_SERVICE)
+                        continue;
+                diagnostics_add(diag, DIAGNOSTIC_WARNING, c->path, 0,
+                                "Enabled=%s does not reach %" PRIu64 " kB pages on this machine: thp_anon= on the kernel "
+                                "command line set %s to never, and no policy sets %s=",
+                                knob_value_to_string(KNOB_ENABLED, v, buf), knob_mthp_size_kb(pmd), knob_name(pmd),
+                                knob_info(pmd)->key);
+        }
 }
 
 static void diagnostic_to_json(CtlJson *b, const Diagnostic *d) {
@@ -240,6 +286,7 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                 for (int i = 0; i < argc; i++)
                         verify_file(dirs, argv[i], &diag, checked);
 
+        warn_pmd_unreachable(checked, &diag);
         attached = g_new0(bool, diag.items->len + 1);
         t = checked_table(checked, argc == 0, &diag, attached);
         if (o->json)

@@ -376,6 +376,8 @@ void manager_apply(Manager *m) {
                         .yielded = yielded,
                         .pool_baseline = m->baseline.pools,
                         .n_pool_baseline = m->baseline.n_pools,
+                        .mthp_collapse = m->features.mthp_collapse,
+                        .pmd_knob = m->features.pmd_knob,
                 }, &m->target, &p);
         /* The released names are the selection's: the plan is done with them. */
         candidates_commit(&m->candidates, &o.candidates, &p, manager_units_known(m));

@@ -643,3 +643,50 @@ uint64_t property_digest_ownership(const BusData *d) {
         }
         return h;
 }
+
+int property_get_knob_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const Manager *m = bus_manager(userdata);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sss)");
+        FOREACH_KNOB(k) {
+                g_autoptr(GArray) notes = NULL;
+
+                if (r < 0)
+                        break;
+                if (!m->present[k])
+                        continue;
+                notes = manager_knob_notes(m, k);
+                for (guint i = 0; r >= 0 && i < notes->len; i++) {
+                        const KnobNote *n = &g_array_index(notes, KnobNote, i);
+
+                        r = sd_bus_message_append(reply, "(sss)", knob_name(k), n->kind, n->text);
+                }
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+/* A few sentences over the knobs, made from the target, the baseline and what was probed at
+ * start, as Ownership's rows are. */
+uint64_t property_digest_knob_notes(const BusData *d) {
+        uint64_t h = FNV1A_OFFSET;
+
+        FOREACH_KNOB(k) {
+                g_autoptr(GArray) notes = NULL;
+
+                if (!d->m->present[k])
+                        continue;
+                notes = manager_knob_notes(d->m, k);
+                for (guint i = 0; i < notes->len; i++) {
+                        const KnobNote *n = &g_array_index(notes, KnobNote, i);
+
+                        h = fnv1a_feed_u64(h, (uint64_t) k);
+                        h = fnv1a_feed_string(h, n->kind);
+                        h = fnv1a_feed_string(h, n->text);
+                }
+        }
+        return h;
+}

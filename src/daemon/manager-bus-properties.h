@@ -41,7 +41,8 @@ typedef struct BusData BusData;
         TRACKED(DRIFT_CONFLICTS, "DriftConflicts", "a(sssts)", property_get_drift_conflicts,                        \
                 property_digest_drift_conflicts)                                                                    \
         TRACKED(RECENT_DRIFT, "RecentDrift", "a(sssssttts)", property_get_recent_drift, property_digest_recent_drift)  \
-        TRACKED(OWNERSHIP, "Ownership", "a(sss)", property_get_ownership, property_digest_ownership)
+        TRACKED(OWNERSHIP, "Ownership", "a(sss)", property_get_ownership, property_digest_ownership)                \
+        TRACKED(KNOB_NOTES, "KnobNotes", "a(sss)", property_get_knob_notes, property_digest_knob_notes)
 
 /* For the rows of MANAGER_PROPERTIES() a use of it leaves out. */
 #define PROPERTY_IGNORE(...)

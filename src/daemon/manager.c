@@ -7,6 +7,7 @@
 #include "manager-ownership.h"
 #include "manager.h"
 #include "procfs-parse.h"
+#include "procfs.h"
 #include "runtime-file.h"
 #include "sysfs.h"
 #include "unit-record.h"
@@ -44,6 +45,8 @@ int manager_new(sd_event *event, const ManagerOptions *options, Manager **ret) {
         m->options.sysfs_root = m->sysfs_root;
         knob_files_init(&m->knob_files);
         pool_files_init(&m->pool_files);
+        /* No boot parameter until the command line is read. */
+        (void) cmdline_parse_thp("", NULL, &m->cmdline);
         m->options.procfs_root = m->procfs_root;
         m->options.cgroupfs_root = m->cgroupfs_root;
         m->options.runtime_dir = m->runtime_dir;
@@ -296,6 +299,11 @@ static int setup_baseline(Manager *m) {
                 if (m->present[k] && sysfs_read_knob(m->sysfs_root, k, &current[k]) < 0)
                         m->present[k] = false;
         }
+        sysfs_probe_features(m->sysfs_root, m->present, &m->features);
+        /* Only for explanations: without it thpd says nothing of where the baseline came from. */
+        r = procfs_read_cmdline_thp(m->procfs_root, m->present, &m->cmdline);
+        if (r < 0)
+                log_debug_errno(r, "Cannot read %s/cmdline, the boot parameters will not be explained: %m", m->procfs_root);
 
         r = baseline_load(m->runtime_dir, &recorded);
         reused = r >= 0;
@@ -343,6 +351,86 @@ void manager_save_baseline(Manager *m) {
 /* Values thpd.conf pins are part of the baseline and enforced even with no policy active. */
 void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]) {
         plan_effective_baseline(m->present, m->baseline.knobs, m->settings.baseline, out);
+}
+
+static void knob_note_clear(gpointer p) {
+        g_free(((KnobNote *) p)->text);
+}
+
+static void add_note(GArray *notes, const char *kind, char *text) {
+        KnobNote n = { .kind = kind, .text = text };
+
+        g_array_append_val(notes, n);
+}
+
+static void note_max_ptes_none(const Manager *m, KnobValue value, GArray *notes) {
+        const Knob mpn = KNOB_KHUGEPAGED_MAX_PTES_NONE;
+        const ResolveInput in = {
+                .mthp_collapse = m->features.mthp_collapse,
+                .pmd_knob = m->features.pmd_knob,
+                .present = m->present,
+        };
+        Knob size = resolve_mthp_collapse_size(&in, m->target.value);
+        const char *why = "khugepaged on this kernel also collapses to mTHP sizes, and honours max_ptes_none there "
+                          "only at 0 or 511: for another value the kernel logs \"mTHP collapse does not support "
+                          "max_ptes_none values other than 0 or 511\" and collapses as with 0";
+
+        /* The size is the one the last apply found on; the features do not change after the
+         * probe, but name none rather than trust that. */
+        if (m->target.max_ptes_none_voted != KNOB_VALUE_UNSET)
+                add_note(notes, "mthp-collapse",
+                         g_strdup_printf("moved from %" PRIi64 " to %" PRIi64 ", the stricter allowed value, while %s is on: %s",
+                                         m->target.max_ptes_none_voted, value, size >= 0 ? knob_name(size) : "an mTHP size",
+                                         why));
+        else if (size >= 0 && resolve_max_ptes_none(value, true) != value)
+                add_note(notes, "mthp-collapse",
+                         g_strdup_printf("the kernel takes %" PRIi64 " as 0 while %s is on (%s); thpd leaves the baseline's "
+                                         "value as it is",
+                                         value, knob_name(size), why));
+        if (m->features.shrink_underused)
+                add_note(notes, "shrinker", g_strdup_printf(
+                        "it also drives the underused-THP shrinker (shrink_underused): under memory pressure a huge page "
+                        "with more than max_ptes_none zero-filled subpages is split, on the whole machine%s",
+                        value == 0 ? "; at 0 that is every huge page not fully used"
+                        : value == (KnobValue) knob_info(mpn)->max ? "; at 511 it splits almost none" : ""));
+}
+
+/* thp_anon= set the PMD size to never and nothing votes on it: a policy's global enabled cannot
+ * reach PMD-sized pages, whatever it says. */
+static void note_pmd_unreachable(const Manager *m, KnobValue baseline, GArray *notes) {
+        Knob pmd = m->features.pmd_knob;
+        char buf[24];
+
+        if (!knob_is_mthp(pmd) || m->cmdline.origin[pmd] != CMDLINE_THP_ANON || m->cmdline.value[pmd] != KNOB_ENABLED_NEVER ||
+            baseline != KNOB_ENABLED_NEVER || m->target.value[pmd] != KNOB_ENABLED_NEVER ||
+            m->target.source[pmd].kind != SOURCE_BASELINE || m->target.source[KNOB_ENABLED].kind == SOURCE_BASELINE ||
+            m->target.value[KNOB_ENABLED] == KNOB_ENABLED_NEVER)
+                return;
+        add_note(notes, "pmd-unreachable",
+                 g_strdup_printf("%s does not reach %" PRIu64 " kB pages: thp_anon= on the kernel command line set %s to "
+                                 "never, and no policy sets %s=",
+                                 knob_value_to_string(KNOB_ENABLED, m->target.value[KNOB_ENABLED], buf),
+                                 knob_mthp_size_kb(pmd), knob_name(pmd), knob_info(pmd)->key));
+}
+
+GArray *manager_knob_notes(const Manager *m, Knob k) {
+        GArray *notes = g_array_new(FALSE, FALSE, sizeof(KnobNote));
+        KnobValue baseline[_KNOB_MAX];
+        char buf[24];
+
+        g_array_set_clear_func(notes, knob_note_clear);
+        manager_effective_baseline(m, baseline);
+        /* Only while the baseline is still what the command line chose, not what an admin or
+         * thpd.conf set since. */
+        if (m->cmdline.origin[k] >= 0 && baseline[k] == m->cmdline.value[k] && m->settings.baseline[k] == KNOB_VALUE_UNSET)
+                add_note(notes, "baseline",
+                         g_strdup_printf("baseline %s (%s on the kernel command line)", knob_value_to_string(k, baseline[k], buf),
+                                         cmdline_param_to_string(m->cmdline.origin[k])));
+        if (k == KNOB_KHUGEPAGED_MAX_PTES_NONE && m->target.value[k] != KNOB_VALUE_UNSET)
+                note_max_ptes_none(m, m->target.value[k], notes);
+        if (k == KNOB_ENABLED || k == m->features.pmd_knob)
+                note_pmd_unreachable(m, baseline[m->features.pmd_knob], notes);
+        return notes;
 }
 
 /* Gives back what is thpd's and leaves what it yielded to another writer, saying so. */

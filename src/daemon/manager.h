@@ -7,6 +7,7 @@
 
 #include "baseline.h"
 #include "candidates.h"
+#include "cmdline.h"
 #include "drift.h"
 #include "isolation.h"
 #include "metrics.h"
@@ -72,6 +73,8 @@ typedef struct Manager {
         UnitTracker *units;
 
         bool present[_KNOB_MAX];       /* knobs this kernel has */
+        SysfsThpFeatures features;     /* and what else its THP has */
+        CmdlineThp cmdline;            /* the THP boot parameters, read once at start */
         KnobFiles knob_files;          /* the present knobs' files, kept open */
         PoolFiles pool_files;          /* the pools' counter files, kept open */
         Baseline baseline;             /* what "no vote" means: the recorded kernel values + thpd.conf */
@@ -226,6 +229,18 @@ char *manager_knob_reason(const Manager *m, Knob k);
 /* What "no vote" resolves to per knob: the recorded kernel value, or the one thpd.conf pins;
  * UNSET for knobs this kernel lacks. */
 void manager_effective_baseline(const Manager *m, KnobValue out[_KNOB_MAX]);
+/* One sentence Explain and status say of a knob besides its votes, and what it is about (the
+ * KnobNotes property's kinds): "baseline", a baseline the kernel command line chose;
+ * "mthp-collapse", a max_ptes_none moved (or taken as 0) for khugepaged's mTHP collapse;
+ * "shrinker", what max_ptes_none also drives; "pmd-unreachable", a global enabled that thp_anon=
+ * keeps from the PMD size. */
+typedef struct KnobNote {
+        const char *kind; /* static */
+        char *text;
+} KnobNote;
+
+/* k's notes, a GArray of KnobNote that frees their text; empty when there is nothing to say. */
+GArray *manager_knob_notes(const Manager *m, Knob k);
 /* Records m->baseline in the runtime directory. Called as soon as the baseline changes, before
  * thpd acts on the new value: a thpd killed in between would put the old value back. */
 void manager_save_baseline(Manager *m);

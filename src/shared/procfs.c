@@ -36,6 +36,16 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret) {
         return procfs_parse_vmstat(content, ret);
 }
 
+int procfs_read_cmdline_thp(const char *procfs_root, const bool *present, CmdlineThp *ret) {
+        _cleanup_free_ char *content = NULL;
+        int r;
+
+        r = procfs_read_file(procfs_root, "cmdline", &content);
+        if (r < 0)
+                return r;
+        return cmdline_parse_thp(content, present, ret);
+}
+
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret) {
         g_autofree char *relpath = NULL;
         _cleanup_free_ char *content = NULL;

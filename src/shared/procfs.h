@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cmdline.h"
 #include "procfs-parse.h"
 
 /* What the storm watcher reads from procfs: small readers that find the files under a
@@ -22,6 +23,9 @@ int procfs_read_vmstat(const char *procfs_root, VmStat *ret);
 /* resource: "memory", "cpu" or "io". -ENOENT when the kernel has no PSI (or psi=0). */
 int procfs_read_pressure(const char *procfs_root, const char *resource, Pressure *ret);
 int procfs_read_pid_stat(const char *procfs_root, pid_t pid, ProcStat *ret);
+
+/* <procfs>/cmdline's THP boot parameters (cmdline.h); present as cmdline_parse_thp() takes it. */
+int procfs_read_cmdline_thp(const char *procfs_root, const bool *present, CmdlineThp *ret);
 
 int procfs_read_thp_status(const char *procfs_root, pid_t pid, ProcThpStatus *ret);
 

@@ -332,6 +332,37 @@ void sysfs_probe_knobs(const char *sysfs_root, bool present[_KNOB_MAX]) {
         }
 }
 
+static bool thp_file_exists(const char *sysfs_root, const char *name) {
+        g_autofree char *path = g_build_filename(sysfs_root, SYSFS_THP_DIR, name, NULL);
+        struct stat st;
+
+        return stat(path, &st) >= 0 && S_ISREG(st.st_mode);
+}
+
+void sysfs_probe_features(const char *sysfs_root, const bool present[_KNOB_MAX], SysfsThpFeatures *ret) {
+        g_autofree char *pmd_path = g_build_filename(sysfs_root, SYSFS_THP_DIR, "hpage_pmd_size", NULL);
+        _cleanup_free_ char *pmd_text = NULL;
+        SysfsThpFeatures f = { .pmd_knob = KNOB_ENABLED };
+        uint64_t bytes;
+
+        for (unsigned i = 0; i < KNOB_MTHP_SLOTS; i++) {
+                Knob k = KNOB_MTHP_FIRST + (Knob) i;
+                g_autofree char *stat_name = g_strdup_printf("hugepages-%" PRIu64 "kB/stats/collapse_exceed_none_pte",
+                                                             knob_mthp_size_kb(k));
+
+                if (!f.mthp_collapse)
+                        f.mthp_collapse = thp_file_exists(sysfs_root, stat_name);
+                if (present[k])
+                        f.pmd_knob = k;
+        }
+        f.shrink_underused = thp_file_exists(sysfs_root, "shrink_underused");
+        /* The file is in bytes; a size the table has no knob for leaves the fallback. */
+        if (read_small_file(pmd_path, &pmd_text) >= 0 && sysfs_parse_pool_number(pmd_text, &bytes) >= 0 &&
+            bytes % 1024 == 0)
+                (void) knob_mthp_from_size_kb(bytes / 1024, &f.pmd_knob);
+        *ret = f;
+}
+
 /* Parses "<prefix><digits><suffix>" exactly: no sign, no leading zero, no trailing junk, so that
  * no two names can alias the same number. */
 static int parse_decorated_number(const char *name, const char *prefix, const char *suffix, uint64_t *ret) {

@@ -50,6 +50,21 @@ int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v);
 /* Marks which knobs this kernel has (probing files, never the kernel version). */
 void sysfs_probe_knobs(const char *sysfs_root, bool present[_KNOB_MAX]);
 
+/* What this kernel's THP offers besides the knobs, probed by its files like them. */
+typedef struct SysfsThpFeatures {
+        /* khugepaged collapses to mTHP sizes (7.2): some hugepages-<N>kB/stats/ has
+         * collapse_exceed_none_pte. */
+        bool mthp_collapse;
+        /* shrink_underused (6.12): the underused-THP shrinker, which max_ptes_none also drives. */
+        bool shrink_underused;
+        /* The per-size enabled knob of the PMD size, from hpage_pmd_size; without that file the
+         * largest size present (the per-size directories end at the PMD order); KNOB_ENABLED,
+         * which is no per-size knob, when there is none. */
+        Knob pmd_knob;
+} SysfsThpFeatures;
+
+void sysfs_probe_features(const char *sysfs_root, const bool present[_KNOB_MAX], SysfsThpFeatures *ret);
+
 /* hugetlb page sizes in kB, ascending (hugepages-<N>kB directories); free with g_free(). -ENOENT
  * when the kernel has no hugetlb directory. */
 int sysfs_list_hugetlb_sizes(const char *sysfs_root, uint64_t **ret_sizes, size_t *ret_n);

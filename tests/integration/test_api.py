@@ -71,14 +71,15 @@ Enabled=sometimes
 
 PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'Override',
               'OverrideExpiresAt', 'StormState', 'Storms', 'SizeStats', 'StormAction', 'Status', 'PolicyDiagnostics',
-              'DriftConflicts', 'RecentDrift', 'Ownership')
+              'DriftConflicts', 'RecentDrift', 'Ownership', 'KnobNotes')
 # The JSON key of each property (thpd-ctl status --json, show --json).
 JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
              'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart',
              'IsolatedServices': 'isolated_services', 'Override': 'override',
              'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
              'SizeStats': 'size_stats', 'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics',
-             'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift', 'Ownership': 'ownership'}
+             'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift', 'Ownership': 'ownership',
+             'KnobNotes': 'knob_notes'}
 STORM_KINDS = ('direct-compaction', 'khugepaged', 'kcompactd')
 STORM_PHASES = ('calm', 'suspect', 'storm', 'cooling')
 ANSI_ESCAPE = re.compile(r'\x1b\[')
@@ -273,6 +274,10 @@ class PropertiesTest(ApiTestCase):
                                                       [2048, self.kernel.read_knob('enabled')]])
         self.assertEqual(sizes[0][2]['nr_anon'], 0)
         self.assertEqual(busctl_property(self.stack, 'Status'), self.thpd.status)
+        # The scratch kernel has no command line and no mTHP collapse: at most that max_ptes_none
+        # drives the shrinker, where the tree has shrink_underused.
+        shrinker = [['khugepaged/max_ptes_none', 'shrinker']] if self.kernel.knob_path('shrink_underused').exists() else []
+        self.assertEqual([n[:2] for n in busctl_property(self.stack, 'KnobNotes')], shrinker)
         self.assertIn('2 active policies', self.thpd.status)
         # Whose value: a row per knob, in the order of Knobs, then the pool; what a policy holds
         # is thpd's, naming it, and the rest the baseline's.

@@ -652,6 +652,17 @@ class ScratchKernel:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f'{value}\n')
 
+    def add_mthp_collapse(self, size_kb=64):
+        """A "7.2-style" kernel, whose khugepaged also collapses to mTHP sizes: thpd finds it by
+        this per-size counter (kernel-facts, "Since 6.10")."""
+        stats = self.knob_path(f'hugepages-{size_kb}kB/stats')
+        stats.mkdir(parents=True, exist_ok=True)
+        (stats / 'collapse_exceed_none_pte').write_text('0\n')
+
+    def set_cmdline(self, text):
+        """The kernel command line thpd reads at start (<procfs>/cmdline)."""
+        (self.procfs / 'cmdline').write_text(f'{text}\n')
+
     def pool_path(self, field='nr_hugepages', size_kb=2048):
         return self.sysfs / 'kernel/mm/hugepages' / f'hugepages-{size_kb}kB' / field
 

@@ -229,7 +229,23 @@ START_TEST(test_digests_follow_the_state) {
         g_array_index(m->drift.conflicts, DriftConflict, 1).writer_detail = g_strdup("profile hpc-compute");
         ck_assert_uint_eq(changed(&d, digests), BIT(OWNERSHIP));
 
+        /* What thpd says of max_ptes_none besides its votes: the shrinker it drives, then why it
+         * was moved, which no other property shows. */
+        m->features.shrink_underused = true;
+        m->target.value[KNOB_KHUGEPAGED_MAX_PTES_NONE] = 0;
+        ck_assert_uint_eq(changed(&d, digests), 0);
+        m->present[KNOB_KHUGEPAGED_MAX_PTES_NONE] = true;
+        m->applied[KNOB_KHUGEPAGED_MAX_PTES_NONE] = 0;
+        ck_assert_uint_eq(changed(&d, digests), BIT(KNOBS) | BIT(OWNERSHIP) | BIT(KNOB_NOTES));
+        m->target.max_ptes_none_voted = 255;
+        ck_assert_uint_eq(changed(&d, digests), BIT(KNOB_NOTES));
+
         /* Back to the first state, back to the first digests (but the two counted). */
+        m->present[KNOB_KHUGEPAGED_MAX_PTES_NONE] = false;
+        m->applied[KNOB_KHUGEPAGED_MAX_PTES_NONE] = KNOB_VALUE_UNSET;
+        m->target.value[KNOB_KHUGEPAGED_MAX_PTES_NONE] = KNOB_VALUE_UNSET;
+        m->target.max_ptes_none_voted = KNOB_VALUE_UNSET;
+        m->features.shrink_underused = false;
         m->present[KNOB_DEFRAG] = false;
         m->applied[KNOB_DEFRAG] = KNOB_VALUE_UNSET;
         m->own.knobs[KNOB_DEFRAG] = OWNER_BASELINE;

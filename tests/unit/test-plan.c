@@ -17,7 +17,7 @@ typedef struct Fixture {
         KnobValue current[_KNOB_MAX], recorded[_KNOB_MAX], pinned[_KNOB_MAX];
         KnobValue mitigation[_KNOB_MAX], override[_KNOB_MAX];
         uint64_t now, pool_grace;
-        bool changes_only;
+        bool changes_only, mthp_collapse;
         const char *const *released;
         size_t n_released;
         Target target;
@@ -48,6 +48,7 @@ static void setup(void) {
         F.units_known = true;
         F.now = NOW;
         F.pool_grace = 0;
+        F.mthp_collapse = false;
         F.plan = (Plan) {};
 }
 
@@ -92,6 +93,8 @@ static void run(const PlanCandidate *candidates, size_t n) {
                         .mitigation = F.mitigation,
                         .override = F.override,
                         .yielded = F.yielded,
+                        .mthp_collapse = F.mthp_collapse,
+                        .pmd_knob = KNOB_MTHP_FIRST + 8,
                 }, &F.target, &F.plan);
 }
 
@@ -710,9 +713,39 @@ START_TEST(test_knob_commit) {
 }
 END_TEST
 
+/* A max_ptes_none moved for khugepaged's mTHP collapse is what thpd writes and holds: the 0 read
+ * back is thpd's own value, kept, not a change to adopt or restore. */
+START_TEST(test_moved_max_ptes_none_is_written_and_kept) {
+        const Knob mpn = KNOB_KHUGEPAGED_MAX_PTES_NONE, k64 = KNOB_MTHP_FIRST + 3;
+        Policy *p = add_policy("p.conf", NULL);
+        PlanUnit u = { .name = "p.service" };
+
+        p->knobs[mpn] = value(mpn, "255");
+        p->knobs[k64] = value(k64, "always");
+        F.present[mpn] = F.present[k64] = true;
+        F.current[mpn] = F.recorded[mpn] = value(mpn, "511");
+        F.current[k64] = F.recorded[k64] = value(k64, "never");
+        F.mthp_collapse = true;
+
+        run_one(p, &u, 1);
+        ck_assert_int_eq(F.plan.knobs[mpn].action, KNOB_ACTION_WRITE);
+        ck_assert_int_eq(F.plan.knobs[mpn].target, 0);
+        ck_assert(F.plan.knobs[mpn].owned);
+        actuate();
+        ck_assert_int_eq(F.current[mpn], 0);
+        ck_assert(F.owned[mpn]);
+        ck_assert_int_eq(F.recorded[mpn], 511);
+
+        run_one(p, &u, 1);
+        ck_assert_int_eq(F.plan.knobs[mpn].action, KNOB_ACTION_KEEP);
+        ck_assert_int_eq(F.plan.knobs[mpn].target, 0);
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("plan", "rules", setup, teardown,
                                          test_hold_until_unit_list,
+                                         test_moved_max_ptes_none_is_written_and_kept,
                                          test_hold_keeps_recorded_hints,
                                          test_adopt_admin_change,
                                          test_absent_and_unreadable,

@@ -717,6 +717,110 @@ START_TEST(test_votes_agree_random) {
 }
 END_TEST
 
+/* 7.2's khugepaged collapses to mTHP sizes and honours max_ptes_none only at 0 and 511. */
+START_TEST(test_max_ptes_none_snaps_to_the_stricter_allowed_value) {
+        static const struct {
+                KnobValue voted, moved;
+        } cases[] = { { 0, 0 }, { 1, 0 }, { 255, 0 }, { 510, 0 }, { 511, 511 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ck_assert_int_eq(resolve_max_ptes_none(cases[i].voted, true), cases[i].moved);
+                ck_assert_int_eq(resolve_max_ptes_none(cases[i].voted, false), cases[i].voted);
+        }
+        ck_assert_int_eq(resolve_max_ptes_none(KNOB_VALUE_UNSET, true), KNOB_VALUE_UNSET);
+}
+END_TEST
+
+/* Two policies make 255 (strictest wins over 300 and 255) while one holds Enabled.64K=. */
+static void resolve_255(const char *enabled_64k, const char *global, bool feature, Target *t) {
+        g_autoptr(Policy) a = make_policy("a.conf");
+        g_autoptr(Policy) b = make_policy("b.conf");
+        KnobValue base[_KNOB_MAX];
+        const Knob k64 = KNOB_MTHP_FIRST + 3, k2m = KNOB_MTHP_FIRST + 8;
+
+        memcpy(base, baseline, sizeof base);
+        set(base, KNOB_ENABLED, global);
+        set(base, k64, "never");
+        set(base, KNOB_KHUGEPAGED_MAX_PTES_NONE, "511");
+        set(a->knobs, KNOB_KHUGEPAGED_MAX_PTES_NONE, "300");
+        set(b->knobs, KNOB_KHUGEPAGED_MAX_PTES_NONE, "255");
+        if (enabled_64k)
+                set(a->knobs, k64, enabled_64k);
+
+        ActivePolicy active[] = { { .policy = a, .unit = "a.service" }, { .policy = b, .unit = "b.service" } };
+        ResolveInput in = {
+                .baseline = base,
+                .active = active,
+                .n_active = ELEMENTSOF(active),
+                .mthp_collapse = feature,
+                .pmd_knob = k2m,
+        };
+
+        resolve(&in, t);
+        /* The winning vote stays b's: Explain shows it, and says why the value moved. */
+        ck_assert_ptr_eq(t->source[KNOB_KHUGEPAGED_MAX_PTES_NONE].policy, b);
+}
+
+START_TEST(test_max_ptes_none_moves_only_while_mthp_collapse_applies) {
+        Target t;
+
+        /* The feature and a non-PMD size on: 0, and what the votes chose is kept. */
+        resolve_255("always", "madvise", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "0");
+        ck_assert_int_eq(t.max_ptes_none_voted, 255);
+        resolve_255("madvise", "never", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "0");
+        /* inherit follows the global enabled. */
+        resolve_255("inherit", "madvise", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "0");
+        resolve_255("inherit", "never", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "255");
+        ck_assert_int_eq(t.max_ptes_none_voted, KNOB_VALUE_UNSET);
+        /* Without the feature, or with every non-PMD size never (2M inherits always here). */
+        resolve_255("always", "madvise", false, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "255");
+        ck_assert_int_eq(t.max_ptes_none_voted, KNOB_VALUE_UNSET);
+        resolve_255(NULL, "always", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "255");
+        resolve_255("never", "always", true, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "255");
+}
+END_TEST
+
+/* A size this kernel lacks cannot be on; the baseline's own value is the admin's, left alone. */
+START_TEST(test_max_ptes_none_absent_size_and_baseline) {
+        g_autoptr(Policy) p = make_policy("p.conf");
+        KnobValue base[_KNOB_MAX];
+        bool present[_KNOB_MAX] = {};
+        const Knob k64 = KNOB_MTHP_FIRST + 3, k2m = KNOB_MTHP_FIRST + 8;
+        Target t;
+
+        memcpy(base, baseline, sizeof base);
+        set(base, KNOB_KHUGEPAGED_MAX_PTES_NONE, "100");
+        set(p->knobs, k64, "always");
+        present[k2m] = present[KNOB_ENABLED] = present[KNOB_KHUGEPAGED_MAX_PTES_NONE] = true;
+
+        ActivePolicy active[] = { { .policy = p, .unit = "p.service" } };
+        ResolveInput in = {
+                .baseline = base,
+                .active = active,
+                .n_active = 1,
+                .mthp_collapse = true,
+                .pmd_knob = k2m,
+                .present = present,
+        };
+
+        resolve(&in, &t);
+        ck_assert_int_eq(resolve_mthp_collapse_size(&in, t.value), _KNOB_INVALID);
+        in.present = NULL;
+        ck_assert_int_eq(resolve_mthp_collapse_size(&in, t.value), k64);
+        resolve(&in, &t);
+        assert_value(&t, KNOB_KHUGEPAGED_MAX_PTES_NONE, "100");
+        ck_assert_int_eq(t.source[KNOB_KHUGEPAGED_MAX_PTES_NONE].kind, SOURCE_BASELINE);
+        ck_assert_int_eq(t.max_ptes_none_voted, KNOB_VALUE_UNSET);
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("resolve", "core", setup_baseline, NULL,
                                          test_no_policy_gives_baseline,
@@ -736,5 +840,8 @@ int main(void) {
                                          test_auto_madvise_withdraws_only_enabled,
                                          test_votes_mitigation_and_override,
                                          test_votes_withdrawn,
-                                         test_votes_agree_random));
+                                         test_votes_agree_random,
+                                         test_max_ptes_none_snaps_to_the_stricter_allowed_value,
+                                         test_max_ptes_none_moves_only_while_mthp_collapse_applies,
+                                         test_max_ptes_none_absent_size_and_baseline));
 }

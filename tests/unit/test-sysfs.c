@@ -739,6 +739,34 @@ static bool can_unshare_mounts(void) {
         return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* mTHP collapse is found by its counter file under any size, never by the kernel version; the
+ * PMD size by hpage_pmd_size, else by the largest size present. */
+START_TEST(test_probe_features) {
+        const Knob k64 = KNOB_MTHP_FIRST + 3, k512 = KNOB_MTHP_FIRST + 6, k2m = KNOB_MTHP_FIRST + 8;
+        bool present[_KNOB_MAX];
+        SysfsThpFeatures f;
+
+        test_write_file(root, THP "enabled", "always [madvise] never\n");
+        test_write_file(root, THP "hugepages-64kB/enabled", "always inherit madvise [never]\n");
+        test_write_file(root, THP "hugepages-512kB/enabled", "always inherit madvise [never]\n");
+        test_write_file(root, THP "hugepages-64kB/stats/anon_fault_alloc", "0\n");
+        sysfs_probe_knobs(root, present);
+        sysfs_probe_features(root, present, &f);
+        ck_assert(!f.mthp_collapse);
+        ck_assert(!f.shrink_underused);
+        ck_assert_int_eq(f.pmd_knob, k512);
+
+        test_write_file(root, THP "hugepages-64kB/stats/collapse_exceed_none_pte", "0\n");
+        test_write_file(root, THP "shrink_underused", "1\n");
+        test_write_file(root, THP "hpage_pmd_size", "2097152\n");
+        sysfs_probe_features(root, present, &f);
+        ck_assert(f.mthp_collapse);
+        ck_assert(f.shrink_underused);
+        ck_assert_int_eq(f.pmd_knob, k2m);
+        ck_assert(present[k64]);
+}
+END_TEST
+
 int main(int argc, char *argv[]) {
         const char *run = argc > 1 ? argv[1] : "";
         Suite *s = suite_create("sysfs");
@@ -771,6 +799,7 @@ int main(int argc, char *argv[]) {
                 tcase_add_test(tc, test_pool_files_kept);
                 tcase_add_test(tc, test_small_file_limits);
                 tcase_add_test(tc, test_probe_partial_tree);
+                tcase_add_test(tc, test_probe_features);
                 tcase_add_test(tc, test_hugetlb_sizes);
                 tcase_add_test(tc, test_pool_nodes);
                 tcase_add_test(tc, test_pool_read_write);
