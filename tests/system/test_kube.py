@@ -267,9 +267,11 @@ class KubeTest(unittest.TestCase):
         textfile_dir.mkdir(parents=True, exist_ok=True)
         cls.reload_cursor = NODE.cursor()
 
+        # Kept before it starts, so that tearDownClass ends a start that failed half-way.
         ENGINE = Engine(ENGINE_TREE, [(KUBE / 'node-run-dbus', '/run/dbus'),
                                       (NODE.path('/etc/dbus-1/system.d'), '/etc/dbus-1/system.d'),
-                                      (textfile_dir, str(Path(TEXTFILE).parent))]).start()
+                                      (textfile_dir, str(Path(TEXTFILE).parent))])
+        ENGINE.start()
         _, cls.engine_version = ENGINE.version()
         log(f'engine: podman {cls.engine_version}')
         context = KUBE / 'image'
