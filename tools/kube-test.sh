@@ -11,6 +11,8 @@
 # base are cached in build-system/, shared with the system layer.
 #
 #     tools/kube-test.sh [-v] [KubeTest.test_6_redis ...]
+#     tools/kube-test.sh --trees     only makes the engine's tree, and the image's base when
+#                                    THPD_DEB is set: no knob is touched
 #
 # THPD_DEB=FILE tests that package (the one the system layer built); otherwise it is built here.
 set -euo pipefail
@@ -39,7 +41,7 @@ fi
 mkdir -p "$work"
 [ -e "$work/.gitignore" ] || echo '*' > "$work/.gitignore"
 export THPD_SYSTEM_DIR=$work
-if [ -n "${THPD_DEB:-}" ]; then
+if [ -n "${THPD_DEB:-}" ] || [ "${1:-}" = --trees ]; then
         exec /usr/bin/python3 -B tests/system/test_kube.py "$@"
 fi
 

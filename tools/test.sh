@@ -149,10 +149,27 @@ system_bookworm_layer() {
         return "$rc"
 }
 
+# The DaemonSet layer's own trees (Debian 13 with podman, the image's Debian 12 base) need the
+# network and the package, not the knobs: they are made in the background while the sid and
+# Debian 12 system layers run, and the layer waits for them before it starts.
+kube_trees=
+start_kube_trees() {
+        local deb
+        [ "$(id -u)" -eq 0 ] || return 0
+        deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
+        mkdir -p build-system
+        THPD_DEB=$deb tools/kube-test.sh --trees >build-system/kube-trees.log 2>&1 &
+        kube_trees=$!
+}
+
 # The DaemonSet played by Debian 13's podman on a booted Debian 13 node, with the package and the
 # node's rootfs the Debian 13 run made (it builds the package itself when that run built none).
 kube_layer() {
         local rc=0 deb
+        if [ -n "$kube_trees" ]; then
+                wait "$kube_trees" || echo "making the trees in the background failed (the layer tries again):"
+                cat build-system/kube-trees.log
+        fi
         deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
         THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/kube-test.sh -v || rc=$?
         if [ "$rc" -eq 77 ]; then
@@ -225,6 +242,7 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         # Alone: these write this machine's /sys and fragment its memory.
         layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
         layer "system (booted containers, Debian 13)" system_layer || status=1
+        start_kube_trees
         layer "system (sid: MemoryTHP=, Cockpit 370)" system_sid_layer || status=1
         layer "system (Debian 12: Cockpit 287)" system_bookworm_layer || status=1
         layer "DaemonSet (podman kube play)" kube_layer || status=1

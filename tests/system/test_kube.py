@@ -452,6 +452,18 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt(f'signal {signum}')
 
 
+def make_trees():
+    """Only makes the engine's tree, and the image's base when THPD_DEB names a package: they
+    need the network, not the knobs, so tools/test.sh has them made while other layers run."""
+    WORKDIR.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    ensure_engine_tree()
+    if DEB:
+        ensure_image_base(DEB)
+    log(f'trees ready in {time.monotonic() - start:.1f} s')
+    return 0
+
+
 def main():
     global ROOTFS, ENGINE_TREE, IMAGE_BASE
     if os.geteuid() != 0:
@@ -459,6 +471,8 @@ def main():
     for tool in ('systemd-nspawn', 'mmdebstrap', 'nsenter', 'unshare', 'dpkg-deb'):
         if shutil.which(tool) is None:
             return skip(f'{tool} is not installed')
+    if sys.argv[1:] == ['--trees']:
+        return make_trees()
     if not DEB or not Path(DEB).is_file():
         print('THPD_DEB must name the thpd .deb to test', file=sys.stderr)
         return 2
