@@ -422,13 +422,16 @@ class KubeTest(unittest.TestCase):
         period, although Redis still runs on the node."""
         NODE.run('systemctl', 'start', REDIS)
         self.wait_enabled('never', 'Redis started again')
-        # The pod's log, followed until thpd's container ends.
-        follow = subprocess.Popen(ENGINE.command('podman', 'logs', '--follow', THPD), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        ENGINE.podman('kube', 'play', '--down', '/srv/work/kube/thpd.yaml')
-        pod_log = follow.communicate(timeout=DEADLINE)[0]
+        # thpd's log file (k8s-file: "TIME STREAM F|P TEXT" lines), opened first: --down
+        # removes it with the container. "podman logs --follow" may end before the last lines.
+        path = ENGINE.podman('inspect', '--format', '{{.HostConfig.LogConfig.Path}}', THPD).stdout.strip()
+        with open(ENGINE.tree / path.lstrip('/')) as log_file:
+            ENGINE.podman('kube', 'play', '--down', '/srv/work/kube/thpd.yaml')
+            text = log_file.read()
+        pod_log = ''.join(line.split(' ', 3)[3] + '\n' for line in text.splitlines() if line.count(' ') >= 3)
         (KUBE / 'thpd-pod.log').write_text(pod_log)
         log(f'the pod\'s log:\n{pod_log}')
+        self.assertRegex(pod_log, r'(?m)^enabled: never -> \S+ \(restoring the baseline\)$')
         self.assertEqual(ENGINE.podman('pod', 'exists', POD, check=False).returncode, 1)
         self.assertEqual(seen('after kube play --down'), BASELINE[ENABLED])
         self.assertFalse(NODE.path(TEXTFILE).exists())
