@@ -10,7 +10,9 @@ The node
     system bus, the host's real /sys/kernel/mm bound in), with Debian's redis-server installed
     and stopped, and without thpd: the pod brings it. Its /run/dbus is a directory of the host
     (--bind), so that the engine can mount the node's bus socket where the manifest mounts the
-    host's.
+    host's. It shares the host's network, as the system layer's containers do: its Redis
+    listens on the host's port 6379, so the layer cannot run beside a Redis there or beside
+    the system layer.
 
 The engine
     Debian 13's podman, runc, conmon and catatonit in a tree of their own made by mmdebstrap
@@ -335,7 +337,8 @@ class KubeTest(unittest.TestCase):
         "infra"."""
         infra = ENGINE.podman('pod', 'inspect', '--format', '{{.InfraContainerID}}', POD).stdout.strip()
         pids = {}
-        for line in ENGINE.podman('ps', '--filter', f'pod={POD}', '--format', '{{.ID}} {{.Names}}', '--no-trunc').stdout.splitlines():
+        listing = ENGINE.podman('ps', '--filter', f'pod={POD}', '--format', '{{.ID}} {{.Names}}', '--no-trunc').stdout
+        for line in listing.splitlines():
             ident, name = line.split()
             top = ENGINE.podman('top', ident, 'hpid').stdout.split()[1:]
             pids['infra' if ident == infra else name] = [int(pid) for pid in top]
