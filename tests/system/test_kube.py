@@ -149,7 +149,7 @@ def ensure_image_base(deb):
     needs with no network."""
     depends = deb_dependencies(deb)
     tarball = WORKDIR / f'image-base-{tree_key(BASE_SUITE, depends)}.tar'
-    return mmdebstrap('image base', tarball, [
+    return mmdebstrap('image-base', tarball, [
         '--variant=minbase', '--include=' + ','.join(depends),
         '--customize-hook=rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*', BASE_SUITE])
 
@@ -235,6 +235,8 @@ class Engine:
             os.kill(self.holder.pid, signal.SIGTERM)
         self.holder.wait()
         self.holder = None
+        # The image and the pod's layers (some 200 MB): the next run builds its own.
+        shutil.rmtree(self.tree / 'var/lib/containers', ignore_errors=True)
 
 
 # Filled by setUpClass, kept for the report at the end.
