@@ -17,6 +17,10 @@ packages=(
         # the Kubernetes manifest against the API models
         python3-yaml python3-kubernetes
 )
+# The system and DaemonSet layers install what they need themselves (tools/system-test.sh,
+# tools/kube-test.sh): systemd-container and mmdebstrap, and the package build's tools. The
+# DaemonSet layer's podman (5.4, Debian 13's) comes from a Debian 13 tree it makes with
+# mmdebstrap, not from this host: Debian 12's podman 4.3 cannot play a DaemonSet.
 # promtool (check metrics and rules) comes with Debian's Prometheus server, and node_exporter (the
 # textfile collector the tests scrape) with its service. Both packages would start and enable
 # their daemons (ports 9090 and 9100); the tests run their own node_exporter, so the services are

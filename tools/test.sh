@@ -7,8 +7,10 @@
 #     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
 #                            and real-kernel suites, the system layer (our .deb in booted
 #                            systemd-nspawn containers: Debian 13, then a short sid set for
-#                            MemoryTHP= and Cockpit 370, the Cockpit page on Debian 12), the unit, integration and faults suites
-#                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s
+#                            MemoryTHP= and Cockpit 370, the Cockpit page on Debian 12), the
+#                            DaemonSet played by podman on a booted Debian 13 node, the unit,
+#                            integration and faults suites under ASan/UBSan, valgrind, and
+#                            every libFuzzer target for 20 s
 #
 # Each configuration is built once. Run as root: the integration, faults, real-kernel and system
 # layers need it and report "skipped" otherwise. Every layer prints its time and its count; the
@@ -22,7 +24,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -147,6 +149,37 @@ system_bookworm_layer() {
         return "$rc"
 }
 
+# The DaemonSet layer's own trees (Debian 13 with podman, the image's Debian 12 base) need the
+# network and the package, not the knobs: they are made in the background while the sid and
+# Debian 12 system layers run, and the layer waits for them before it starts.
+kube_trees=
+start_kube_trees() {
+        local deb
+        [ "$(id -u)" -eq 0 ] || return 0
+        deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
+        mkdir -p build-system
+        THPD_DEB=$deb tools/kube-test.sh --trees >build-system/kube-trees.log 2>&1 &
+        kube_trees=$!
+}
+
+# The DaemonSet played by Debian 13's podman on a booted Debian 13 node, with the package and the
+# node's rootfs the Debian 13 run made (it builds the package itself when that run built none).
+kube_layer() {
+        local rc=0 deb
+        if [ -n "$kube_trees" ]; then
+                wait "$kube_trees" || echo "making the trees in the background failed (the layer tries again):"
+                cat build-system/kube-trees.log
+        fi
+        deb=$(ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1) || true
+        THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/kube-test.sh -v || rc=$?
+        if [ "$rc" -eq 77 ]; then
+                echo "DaemonSet layer skipped (reason above)"
+                echo "0 0 1" >"$count"
+                return 0
+        fi
+        return "$rc"
+}
+
 valgrind_layer() {
         local vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
                   --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes)
@@ -209,8 +242,10 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         # Alone: these write this machine's /sys and fragment its memory.
         layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
         layer "system (booted containers, Debian 13)" system_layer || status=1
+        start_kube_trees
         layer "system (sid: MemoryTHP=, Cockpit 370)" system_sid_layer || status=1
         layer "system (Debian 12: Cockpit 287)" system_bookworm_layer || status=1
+        layer "DaemonSet (podman kube play)" kube_layer || status=1
         # Under the sanitizers, what runs thpd's own code: the C unit tests and the daemon in the
         # integration and faults scenarios. The checks run scripts and documents, and the
         # real-kernel tests run the same daemon code the integration tests do, against /sys.

@@ -221,11 +221,13 @@ class CommandFailed(AssertionError):
 class Container:
     """One boot. Use as a context manager, or call start() and stop()."""
 
-    def __init__(self, rootfs, workdir, name, bind_mm=True):
+    def __init__(self, rootfs, workdir, name, bind_mm=True, binds=()):
         self.rootfs = Path(rootfs)
         self.name = name
         self.dir = Path(workdir) / name
         self.bind_mm = bind_mm
+        # More --bind=HOST:INSIDE pairs: directories the host must share with the container.
+        self.binds = list(binds)
         self.log_path = Path(workdir) / f'{name}.console.log'
         self.nspawn = None
         self.leader = None
@@ -241,6 +243,7 @@ class Container:
                    '--console=passive', '--timezone=off', '-M', self.name]
         if self.bind_mm:
             command.append(f'--bind={MM}')
+        command += [f'--bind={outside}:{inside}' for outside, inside in self.binds]
         env = dict(os.environ)
         if systemd_version(self.dir) >= 258:
             env['SYSTEMD_NSPAWN_UNIFIED_HIERARCHY'] = '1'
