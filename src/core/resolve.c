@@ -119,10 +119,10 @@ void resolve_per_service(ActivePolicy *active, size_t n_active) {
 bool resolve_withdrawn(const ActivePolicy *a, Knob k) {
         if (!a->per_service)
                 return false;
+        if (k == KNOB_SHMEM_ENABLED || knob_is_mthp_shmem(k))
+                return false;
         if (k == KNOB_ENABLED || knob_is_mthp(k))
                 return true;
-        if (k == KNOB_SHMEM_ENABLED)
-                return false;
         return a->policy->service_thp == KNOB_ENABLED_NEVER;
 }
 
@@ -141,9 +141,11 @@ static PoolTarget *pool_slot(Target *t, uint64_t page_size_kb, int node) {
 void resolve(const ResolveInput *in, Target *ret) {
         *ret = (Target) {};
 
-        /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
+        /* enabled first: per-size "inherit" borrows the strictness of its resolved value; the
+         * per-size shmem knobs, last in the table, borrow shmem_enabled's likewise. */
         resolve_knobs(in, KNOB_ENABLED, KNOB_ENABLED + 1, KNOB_VALUE_UNSET, ret);
-        resolve_knobs(in, KNOB_ENABLED + 1, _KNOB_MAX, ret->value[KNOB_ENABLED], ret);
+        resolve_knobs(in, KNOB_ENABLED + 1, KNOB_MTHP_SHMEM_FIRST, ret->value[KNOB_ENABLED], ret);
+        resolve_knobs(in, KNOB_MTHP_SHMEM_FIRST, _KNOB_MAX, ret->value[KNOB_SHMEM_ENABLED], ret);
 
         for (size_t i = 0; i < in->n_pool_baseline; i++) {
                 const PoolBaseline *b = &in->pool_baseline[i];

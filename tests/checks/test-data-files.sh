@@ -230,11 +230,13 @@ while IFS= read -r line; do
         elif [[ -n $section && $line =~ ^#([A-Za-z]+)(\.([0-9]+[KMG]))?= ]]; then
                 key=${BASH_REMATCH[1]} size=${BASH_REMATCH[3]}
                 if [[ $section == TransparentHugePages ]]; then
-                        pattern="WORD_KNOB\(\"[a-z_]+\", \"TransparentHugePages\", \"$key\""
+                        pattern="(WORD_KNOB\(\"[a-z_]+\", \"TransparentHugePages\"|FLAG_KNOB\(\"[a-z_]+\"), \"$key\""
                 else
                         pattern="NUMBER_KNOB\(\"khugepaged/[a-z_]+\", \"$key\""
                 fi
-                [[ -n $size ]] && pattern="MTHP_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key == Enabled ]] && pattern="MTHP_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key == ShmemEnabled ]] && pattern="MTHP_SHMEM_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key != Enabled && $key != ShmemEnabled ]] && pattern="no per-size $key"
                 if grep -qE "$pattern" "$src/src/core/knob.c"; then
                         ok "thpd.conf [Baseline$section] $key${size:+.$size} is a knob key"
                 else
