@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 
@@ -297,6 +298,21 @@ int knob_compare_strictness(Knob k, KnobValue a, KnobValue b, KnobValue global) 
         KnobValue ra = strictness_rank(k, a, global), rb = strictness_rank(k, b, global);
 
         return ra < rb ? -1 : ra > rb ? 1 : 0;
+}
+
+void knob_write_order(const KnobValue target[static _KNOB_MAX], Knob ret[static _KNOB_MAX]) {
+        KnobValue force = word_index(knob_info(KNOB_SHMEM_ENABLED), "force", strlen("force"));
+        bool shmem_last = target[KNOB_SHMEM_ENABLED] == force;
+        size_t n = 0;
+
+        assert(force >= 0);
+        /* The per-size shmem knobs are last in the table: after them means at the end. */
+        FOREACH_KNOB(k)
+                if (!(shmem_last && k == KNOB_SHMEM_ENABLED))
+                        ret[n++] = k;
+        if (shmem_last)
+                ret[n++] = KNOB_SHMEM_ENABLED;
+        assert(n == _KNOB_MAX);
 }
 
 const char *knob_describe_values(Knob k, char buf[static 96]) {

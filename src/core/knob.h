@@ -8,7 +8,8 @@
 /* The one table of kernel settings thpd manages. Parsing, resolution, the sysfs layer, D-Bus and
  * the CLI all go through it, so a knob is added in exactly one place. The enum order is also the
  * write order: the global shmem_enabled comes before any per-size knob because the kernel
- * interlocks shmem "force" with per-size "inherit". */
+ * interlocks shmem "force" with per-size "inherit" (and after them on its way to "force", the one
+ * exception, knob_write_order()). */
 
 /* Per-size (mTHP) knobs get one slot per power of two from 8 kB to 16 GB; only the sizes the
  * running kernel exposes are ever probed present. Each per-size file has its own range of slots:
@@ -113,6 +114,13 @@ const char *knob_value_to_string(Knob k, KnobValue v, char buf[static 24]);
  * knob, "inherit" counts as global, the value of knob_inherits_from(k) (KNOB_VALUE_UNSET: as
  * the strictest). Both a and b must be set. */
 int knob_compare_strictness(Knob k, KnobValue a, KnobValue b, KnobValue global);
+
+/* The order to write knobs in toward the values target (KNOB_VALUE_UNSET: not written): the
+ * enum order, except that a global shmem_enabled about to become "force" comes after the
+ * per-size shmem knobs, since the kernel refuses "force" while a size other than the PMD size
+ * inherits, as it refuses "inherit" there while the global is "force". Fills ret with every knob
+ * once. */
+void knob_write_order(const KnobValue target[static _KNOB_MAX], Knob ret[static _KNOB_MAX]);
 
 /* Lists the accepted values for an error message: "never, madvise, always" or "0-511". */
 const char *knob_describe_values(Knob k, char buf[static 96]);

@@ -228,12 +228,55 @@ START_TEST(test_shmem_strictness) {
 }
 END_TEST
 
+/* The enum order, but a global shmem_enabled on its way to force after every per-size shmem knob:
+ * the kernel refuses force while a size other than the PMD size inherits. */
+START_TEST(test_write_order) {
+        KnobValue target[_KNOB_MAX];
+        Knob order[_KNOB_MAX];
+        size_t global_at = _KNOB_MAX;
+
+        FOREACH_KNOB(k)
+                target[k] = KNOB_VALUE_UNSET;
+        knob_write_order(target, order);
+        FOREACH_KNOB(k)
+                ck_assert_int_eq(order[k], k);
+
+        /* Leaving force (or any other value): the global first, then the sizes that inherit. */
+        target[KNOB_SHMEM_ENABLED] = word(KNOB_SHMEM_ENABLED, "never");
+        target[KNOB_MTHP_SHMEM_FIRST + 3] = KNOB_MTHP_SHMEM_INHERIT;
+        knob_write_order(target, order);
+        FOREACH_KNOB(k)
+                ck_assert_int_eq(order[k], k);
+
+        target[KNOB_SHMEM_ENABLED] = word(KNOB_SHMEM_ENABLED, "force");
+        target[KNOB_MTHP_SHMEM_FIRST + 3] = word(KNOB_MTHP_SHMEM_FIRST + 3, "never");
+        knob_write_order(target, order);
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                size_t seen = 0;
+
+                for (size_t j = 0; j < _KNOB_MAX; j++)
+                        seen += order[j] == (Knob) i;
+                ck_assert_uint_eq(seen, 1);
+                if (order[i] == KNOB_SHMEM_ENABLED)
+                        global_at = i;
+        }
+        ck_assert_uint_lt(global_at, _KNOB_MAX);
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (knob_is_mthp_shmem(order[i]))
+                        ck_assert_uint_lt(i, global_at);
+        /* The rest keep their order: enabled before the per-size enabled knobs. */
+        ck_assert_int_eq(order[0], KNOB_ENABLED);
+        ck_assert_int_eq(order[KNOB_MTHP_FIRST - 1], KNOB_MTHP_FIRST);
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("knob", "core", NULL, NULL,
                                          test_names_round_trip,
                                          test_mthp_ranges,
                                          test_flags,
                                          test_shmem_strictness,
+                                         test_write_order,
                                          test_values,
                                          test_sysfs_syntax,
                                          test_enabled_words,
