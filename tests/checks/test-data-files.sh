@@ -274,6 +274,8 @@ if [[ -r /usr/share/bash-completion/bash_completion ]]; then
         echo 'always [madvise] never' > "$thp/enabled"
         echo '511' > "$thp/khugepaged/max_ptes_none"
         echo 'always inherit madvise [never]' > "$thp/hugepages-64kB/enabled"
+        echo 'always inherit within_size advise [never]' > "$thp/hugepages-64kB/shmem_enabled"
+        echo '1' > "$thp/shrink_underused"
         complete_line() {
                 THPD_SYSFS=$tmp/sys bash -c '
                         source /usr/share/bash-completion/bash_completion
@@ -296,7 +298,10 @@ if [[ -r /usr/share/bash-completion/bash_completion ]]; then
                         fail "completion of '$*': got '$got', want '$want'"
                 fi
         }
-        check_completion 'enabled hugepages-64kB/enabled khugepaged/max_ptes_none ' thpd-ctl explain ''
+        check_completion 'enabled hugepages-64kB/enabled hugepages-64kB/shmem_enabled khugepaged/max_ptes_none shrink_underused ' \
+                thpd-ctl explain ''
+        check_completion '0 1 ' thpd-ctl override shrink_underused=
+        check_completion 'advise always inherit never within_size ' thpd-ctl override hugepages-64kB/shmem_enabled=
         check_completion 'madvise ' thpd-ctl override enabled=ma
         check_completion 'always inherit madvise never ' thpd-ctl --json override hugepages-64kB/enabled=
         check_completion 'await ' thpd-ctl --user aw

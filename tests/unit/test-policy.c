@@ -563,6 +563,32 @@ START_TEST(test_bad_values) {
 }
 END_TEST
 
+/* Per-size shmem and the 0/1 knobs: what the global shmem_enabled alone has, a size that does
+ * not exist and a number past 1. */
+START_TEST(test_bad_new_knob_values) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=a.service\n"                /* 2 */
+                "[TransparentHugePages]\n"         /* 3 */
+                "ShmemEnabled.64K=force\n"         /* 4 */
+                "ShmemEnabled.3K=never\n"          /* 5 */
+                "ShrinkUnderused=2\n"              /* 6 */
+                "UseZeroPage=maybe\n";             /* 7 */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "accepted: never, advise, within_size, always, inherit");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 5, "per-size keys are ShmemEnabled.8K");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "out of range; accepted: 0-1");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 7, "invalid value 'maybe' for UseZeroPage=");
+        ck_assert_uint_eq(d.n_errors, 3);
+        diagnostics_clear(&d);
+}
+END_TEST
+
 START_TEST(test_duplicates_and_continuations) {
         static const char text[] =
                 "[Policy]\n"                       /* 1 */
@@ -1100,6 +1126,7 @@ int main(void) {
         tcase_add_test(tc, test_typos_are_errors_when_strict);
         tcase_add_test(tc, test_misplaced_keys);
         tcase_add_test(tc, test_bad_values);
+        tcase_add_test(tc, test_bad_new_knob_values);
         tcase_add_test(tc, test_duplicates_and_continuations);
         tcase_add_test(tc, test_continuations_accepted);
         tcase_add_test(tc, test_missing_units);
