@@ -28,8 +28,11 @@
         "defrag": ["never", "defer", "madvise", "defer+madvise", "always"],
         "shmem_enabled": ["deny", "never", "advise", "within_size", "always", "force"],
         "khugepaged/defrag": ["0", "1"],
+        "shrink_underused": ["1", "0"],
+        "use_zero_page": ["1", "0"],
     };
     const PER_SIZE_WORDS = ["never", "madvise", "inherit", "always"];
+    const PER_SIZE_SHMEM_WORDS = ["never", "advise", "within_size", "inherit", "always"];
 
     function knobWords(knob) {
         if (WORDS[knob])
@@ -37,7 +40,7 @@
         if (/^hugepages-\d+kB\/enabled$/.test(knob))
             return PER_SIZE_WORDS;
         if (/^hugepages-\d+kB\/shmem_enabled$/.test(knob))
-            return ["never", "inherit", "within_size", "advise", "always"];
+            return PER_SIZE_SHMEM_WORDS;
         return null;
     }
 

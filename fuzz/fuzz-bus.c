@@ -373,6 +373,10 @@ static void make_tree(void) {
                 { "khugepaged/max_ptes_shared", "256\n" },
                 { "hugepages-64kB/enabled", "always inherit madvise [never]\n" },
                 { "hugepages-2048kB/enabled", "always [inherit] madvise never\n" },
+                { "shrink_underused", "1\n" },
+                { "use_zero_page", "1\n" },
+                { "hugepages-64kB/shmem_enabled", "always inherit within_size advise [never]\n" },
+                { "hugepages-2048kB/shmem_enabled", "always [inherit] within_size advise never\n" },
         };
         static const char *const pool_files[] = {
                 "nr_hugepages", "free_hugepages", "surplus_hugepages", "resv_hugepages", "nr_overcommit_hugepages",

@@ -249,8 +249,10 @@ int cmdline_parse_thp(const char *cmdline, const bool *present, CmdlineThp *ret)
                         c.origin[k] = CMDLINE_THP_ANON;
                         c.value[k] = anon[i] < 0 ? KNOB_ENABLED_NEVER : anon[i];
                 }
-                if (shmem_set)
-                        g_strlcpy(c.shmem_size[i], shmem[i] < 0 ? "never" : shmem_size_words[shmem[i]], CMDLINE_WORD_MAX);
+                k = KNOB_MTHP_SHMEM_FIRST + (Knob) i;
+                if (shmem_set && (!present || present[k]) &&
+                    knob_value_from_string(k, shmem[i] < 0 ? "never" : shmem_size_words[shmem[i]], &c.value[k]) >= 0)
+                        c.origin[k] = CMDLINE_THP_SHMEM;
         }
         *ret = c;
         return 0;

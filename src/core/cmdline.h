@@ -34,11 +34,9 @@ typedef struct CmdlineThp {
         CmdlineParam origin[_KNOB_MAX];
         KnobValue value[_KNOB_MAX];
         bool thp_anon;
-        /* thp_shmem= per size (index as the knob's, k - KNOB_MTHP_FIRST), the word the size
-         * starts with; "" where none took effect. As with thp_anon=, the sizes it does not list
-         * start as never. */
+        /* As with thp_anon=, a thp_shmem= that took effect sets every per-size shmem_enabled
+         * knob, and the sizes it does not list start as never. */
         bool thp_shmem;
-        char shmem_size[KNOB_MTHP_SLOTS][CMDLINE_WORD_MAX];
         char tmpfs[CMDLINE_WORD_MAX];  /* transparent_hugepage_tmpfs=; "" for none */
         unsigned n_ignored;            /* THP parameters the kernel ignores (it logs a warning) */
 } CmdlineThp;

@@ -8,10 +8,13 @@
 /* The one table of kernel settings thpd manages. Parsing, resolution, the sysfs layer, D-Bus and
  * the CLI all go through it, so a knob is added in exactly one place. The enum order is also the
  * write order: the global shmem_enabled comes before any per-size knob because the kernel
- * interlocks shmem "force" with per-size "inherit". */
+ * interlocks shmem "force" with per-size "inherit" (and after them on its way to "force", the one
+ * exception, knob_write_order()). */
 
 /* Per-size (mTHP) knobs get one slot per power of two from 8 kB to 16 GB; only the sizes the
- * running kernel exposes are ever probed present. */
+ * running kernel exposes are ever probed present. Each per-size file has its own range of slots:
+ * hugepages-<N>kB/enabled from KNOB_MTHP_FIRST, hugepages-<N>kB/shmem_enabled from
+ * KNOB_MTHP_SHMEM_FIRST. */
 #define KNOB_MTHP_SLOTS 22
 #define KNOB_MTHP_MIN_KB UINT64_C(8)
 
@@ -26,8 +29,13 @@ typedef enum Knob {
         KNOB_KHUGEPAGED_PAGES_TO_SCAN,
         KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS,
         KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS,
+        KNOB_SHRINK_UNDERUSED,
+        KNOB_USE_ZERO_PAGE,
         KNOB_MTHP_FIRST,
-        _KNOB_MAX = KNOB_MTHP_FIRST + KNOB_MTHP_SLOTS,
+        /* After the global shmem_enabled: the kernel refuses "inherit" on a size other than the PMD
+         * size while the global one is "force". Last: resolve() reads the global value first. */
+        KNOB_MTHP_SHMEM_FIRST = KNOB_MTHP_FIRST + KNOB_MTHP_SLOTS,
+        _KNOB_MAX = KNOB_MTHP_SHMEM_FIRST + KNOB_MTHP_SLOTS,
         _KNOB_INVALID = -EINVAL,
 } Knob;
 
@@ -51,12 +59,14 @@ enum {
 /* The word index of "inherit" in per-size enabled knobs: it takes the strictness of the global
  * "enabled" value it inherits. */
 #define KNOB_MTHP_INHERIT 3
+/* The same in per-size shmem_enabled knobs, which borrow from the global "shmem_enabled". */
+#define KNOB_MTHP_SHMEM_INHERIT 4
 
 /* Character arrays and a word list number, not pointers: in a position-independent executable
  * the dynamic loader writes every pointer of a table at start (.data.rel.ro), which turns the
  * table's pages into private memory of each thpd process; arrays stay in shared .rodata. */
 typedef struct KnobInfo {
-        char name[33];            /* path below transparent_hugepage/, and the name users type */
+        char name[35];            /* path below transparent_hugepage/, and the name users type */
         char section[21];         /* policy file section */
         char key[20];             /* policy file key */
         KnobKind kind;
@@ -74,11 +84,19 @@ static inline const char *knob_name(Knob k) {
  * word, and for a number knob. */
 const char *knob_word(const KnobInfo *info, KnobValue i);
 
+/* Whether k is a per-size knob of either range: hugepages-<N>kB/enabled or .../shmem_enabled. */
 bool knob_is_mthp(Knob k);
+bool knob_is_mthp_shmem(Knob k);
+/* The page size of a per-size knob of either range; 0 for another knob. */
 uint64_t knob_mthp_size_kb(Knob k);
+/* The hugepages-<N>kB/enabled knob of a size; knob_mthp_shmem_from_size_kb() its shmem_enabled. */
 int knob_mthp_from_size_kb(uint64_t size_kb, Knob *ret);
+int knob_mthp_shmem_from_size_kb(uint64_t size_kb, Knob *ret);
+/* The global knob whose value a per-size "inherit" takes: KNOB_ENABLED or KNOB_SHMEM_ENABLED;
+ * _KNOB_INVALID for a knob without "inherit". */
+Knob knob_inherits_from(Knob k);
 
-/* Looks up "enabled", "khugepaged/defrag", "hugepages-64kB/enabled". */
+/* Looks up "enabled", "khugepaged/defrag", "hugepages-64kB/enabled", "hugepages-64kB/shmem_enabled". */
 int knob_from_name(const char *name, Knob *ret);
 /* Looks up a policy file key ("TransparentHugePages", "Enabled.64K"). Section match is exact,
  * key match is case-sensitive like systemd's. Returns -ENOENT for an unknown key. */
@@ -92,9 +110,17 @@ int knob_value_from_sysfs(Knob k, const char *content, KnobValue *ret);
 /* The word or decimal number; "(unset)" for KNOB_VALUE_UNSET. buf must hold 24 bytes. */
 const char *knob_value_to_string(Knob k, KnobValue v, char buf[static 24]);
 
-/* Negative if a is stricter than b, positive if looser, 0 if equally strict. For per-size
- * enabled, "inherit" counts as global_enabled (a KNOB_ENABLED value). Both must be set. */
-int knob_compare_strictness(Knob k, KnobValue a, KnobValue b, KnobValue global_enabled);
+/* Negative if a is stricter than b, positive if looser, 0 if equally strict. For a per-size
+ * knob, "inherit" counts as global, the value of knob_inherits_from(k) (KNOB_VALUE_UNSET: as
+ * the strictest). Both a and b must be set. */
+int knob_compare_strictness(Knob k, KnobValue a, KnobValue b, KnobValue global);
+
+/* The order to write knobs in toward the values target (KNOB_VALUE_UNSET: not written): the
+ * enum order, except that a global shmem_enabled about to become "force" comes after the
+ * per-size shmem knobs, since the kernel refuses "force" while a size other than the PMD size
+ * inherits, as it refuses "inherit" there while the global is "force". Fills ret with every knob
+ * once. */
+void knob_write_order(const KnobValue target[static _KNOB_MAX], Knob ret[static _KNOB_MAX]);
 
 /* Lists the accepted values for an error message: "never, madvise, always" or "0-511". */
 const char *knob_describe_values(Knob k, char buf[static 96]);

@@ -362,6 +362,9 @@ static ContinuationTarget handle_knob_key(PolicyParser *p, const char *key, cons
                 if (g_str_has_prefix(key, "Enabled.") && streq(p->section, "TransparentHugePages"))
                         unknown_at(p, p->line, "unknown key %s= in [%s], ignored; per-size keys are Enabled.8K, "
                                    "Enabled.16K, ... Enabled.2M, ... Enabled.16G", key, p->section);
+                else if (g_str_has_prefix(key, "ShmemEnabled.") && streq(p->section, "TransparentHugePages"))
+                        unknown_at(p, p->line, "unknown key %s= in [%s], ignored; per-size keys are ShmemEnabled.8K, "
+                                   "ShmemEnabled.16K, ... ShmemEnabled.2M, ... ShmemEnabled.16G", key, p->section);
                 else
                         unknown_key(p, key);
                 return CONTINUE_IGNORE;

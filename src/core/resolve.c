@@ -14,13 +14,13 @@ DEFINE_STRING_TABLE_LOOKUP_TO_STRING(source_kind, SourceKind);
 
 /* Offers one vote; the stricter value wins and ties keep the earlier voter, so results do not
  * depend on anything but the (lexically ordered) policy list. */
-static void vote(Knob k, KnobValue candidate, Source source, KnobValue global_enabled,
+static void vote(Knob k, KnobValue candidate, Source source, KnobValue global,
                  KnobValue *best, Source *best_source) {
         /* An equal value is a tie, which the earlier voter keeps: most policies vote alike. */
         if (candidate == KNOB_VALUE_UNSET || candidate == *best)
                 return;
         if (*best == KNOB_VALUE_UNSET ||
-            knob_compare_strictness(k, candidate, *best, global_enabled) < 0) {
+            knob_compare_strictness(k, candidate, *best, global) < 0) {
                 *best = candidate;
                 *best_source = source;
         }
@@ -37,14 +37,14 @@ static Source policy_source(const ActivePolicy *a) {
 
 /* With the policies' votes in t: the override wins outright, storm mitigation votes last, and
  * the baseline stands where nobody voted. */
-static void finish_knob(const ResolveInput *in, Knob k, KnobValue global_enabled, Target *t) {
+static void finish_knob(const ResolveInput *in, Knob k, KnobValue global, Target *t) {
         if (in->override && in->override[k] != KNOB_VALUE_UNSET) {
                 t->value[k] = in->override[k];
                 t->source[k] = (Source) { .kind = SOURCE_OVERRIDE };
                 return;
         }
         if (in->mitigation)
-                vote(k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION }, global_enabled,
+                vote(k, in->mitigation[k], (Source) { .kind = SOURCE_MITIGATION }, global,
                      &t->value[k], &t->source[k]);
         if (t->value[k] == KNOB_VALUE_UNSET && in->baseline && in->baseline[k] != KNOB_VALUE_UNSET) {
                 t->value[k] = in->baseline[k];
@@ -54,8 +54,9 @@ static void finish_knob(const ResolveInput *in, Knob k, KnobValue global_enabled
 
 /* The active policies' votes for the knobs [first, end) in one pass, each policy's votes read
  * together rather than a pass per knob (at hundreds of active policies the passes were most of a
- * resolution); per knob they still come in policy order, so a tie goes to the same policy. */
-static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValue global_enabled, Target *t) {
+ * resolution); per knob they still come in policy order, so a tie goes to the same policy. global
+ * is the resolved value the range's per-size "inherit" borrows (knob_inherits_from()). */
+static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValue global, Target *t) {
         for (Knob k = first; k < end; k++) {
                 t->value[k] = KNOB_VALUE_UNSET;
                 t->source[k] = (Source) { .kind = SOURCE_NONE };
@@ -76,11 +77,11 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                         Knob k = (Knob) __builtin_ctzll(left);
 
                         if (policy_votes(a, k))
-                                vote(k, votes[k], policy_source(a), global_enabled, &t->value[k], &t->source[k]);
+                                vote(k, votes[k], policy_source(a), global, &t->value[k], &t->source[k]);
                 }
         }
         for (Knob k = first; k < end; k++)
-                finish_knob(in, k, global_enabled, t);
+                finish_knob(in, k, global, t);
 }
 
 static bool votes_whatever_happens(const ActivePolicy *a) {
@@ -119,10 +120,10 @@ void resolve_per_service(ActivePolicy *active, size_t n_active) {
 bool resolve_withdrawn(const ActivePolicy *a, Knob k) {
         if (!a->per_service)
                 return false;
+        if (k == KNOB_SHMEM_ENABLED || knob_is_mthp_shmem(k))
+                return false;
         if (k == KNOB_ENABLED || knob_is_mthp(k))
                 return true;
-        if (k == KNOB_SHMEM_ENABLED)
-                return false;
         return a->policy->service_thp == KNOB_ENABLED_NEVER;
 }
 
@@ -168,9 +169,11 @@ void resolve(const ResolveInput *in, Target *ret) {
 
         *ret = (Target) { .max_ptes_none_voted = KNOB_VALUE_UNSET };
 
-        /* enabled first: per-size "inherit" borrows the strictness of its resolved value. */
+        /* enabled first: per-size "inherit" borrows the strictness of its resolved value; the
+         * per-size shmem knobs, last in the table, borrow shmem_enabled's likewise. */
         resolve_knobs(in, KNOB_ENABLED, KNOB_ENABLED + 1, KNOB_VALUE_UNSET, ret);
-        resolve_knobs(in, KNOB_ENABLED + 1, _KNOB_MAX, ret->value[KNOB_ENABLED], ret);
+        resolve_knobs(in, KNOB_ENABLED + 1, KNOB_MTHP_SHMEM_FIRST, ret->value[KNOB_ENABLED], ret);
+        resolve_knobs(in, KNOB_MTHP_SHMEM_FIRST, _KNOB_MAX, ret->value[KNOB_SHMEM_ENABLED], ret);
 
         if (ret->source[mpn].kind != SOURCE_BASELINE) {
                 KnobValue moved = resolve_max_ptes_none(ret->value[mpn], resolve_mthp_collapse_size(in, ret->value) >= 0);

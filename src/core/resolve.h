@@ -94,10 +94,12 @@ typedef struct Target {
 void resolve_per_service(ActivePolicy *active, size_t n_active);
 
 /* Whether a policy met per service withdraws its vote on k: with never its processes allocate
- * no THP at all, so its Enabled=, Defrag=, per-size and khugepaged votes shaped nothing but
- * everyone else's; with madvise its processes still fault in huge pages where they advise, so it
- * withdraws only the Enabled= values. shmem_enabled reaches files any process shares, and pools
- * are memory set aside: both stay votes. */
+ * no THP at all, so its Enabled=, Defrag=, per-size Enabled.<size>=, ShrinkUnderused=,
+ * UseZeroPage= and khugepaged votes shaped nothing but everyone else's; with madvise its
+ * processes still fault in huge pages where they advise, so it withdraws only the Enabled=
+ * values. shmem_enabled, global and per size (ShmemEnabled.<size>=), reaches shared memory
+ * (tmpfs files, SysV segments, memfd) that other processes may fault in too, and pools are
+ * memory set aside: both stay votes. */
 bool resolve_withdrawn(const ActivePolicy *a, Knob k);
 
 /* Per knob: override > strictest of (active policies, mitigation) > baseline; then

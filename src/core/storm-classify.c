@@ -606,7 +606,10 @@ char *storm_figures_describe(StormKind kind, const StormFigures *f) {
 }
 
 int storm_mitigation_votes(const StormConfig *cfg, unsigned level, KnobValue ret[_KNOB_MAX]) {
-        /* kernel-facts §2: the khugepaged values are Huawei Cloud HCE's tuning for THP storms. */
+        /* kernel-facts §2: the khugepaged values are Huawei Cloud HCE's tuning for THP storms.
+         * Storms come from anonymous faults and collapses: shmem (global and per size) is left to
+         * the policies, and so are shrink_underused (it gives memory back under the very pressure
+         * a storm brings) and use_zero_page (read faults that map it allocate nothing). */
         static const struct {
                 unsigned level;
                 Knob knob;

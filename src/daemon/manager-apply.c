@@ -209,6 +209,8 @@ static int write_knob(Manager *m, Knob k, const KnobStep *step, GArray *changes)
 
 /* Returns the number of knobs that could not be read or set. */
 static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *ret_baseline_changed) {
+        KnobValue targets[_KNOB_MAX];
+        Knob order[_KNOB_MAX];
         bool baseline_changed = false;
         unsigned errors = 0;
         char buf[24];
@@ -220,7 +222,11 @@ static unsigned actuate_knobs(Manager *m, const Plan *p, GArray *changes, bool *
                         manager_ownership_want(m, knob_name(k), knob_value_to_string(k, p->knobs[k].target, buf));
         manager_ownership_flush(m);
 
-        FOREACH_KNOB(k) {
+        FOREACH_KNOB(k)
+                targets[k] = p->knobs[k].action == KNOB_ACTION_WRITE ? p->knobs[k].target : KNOB_VALUE_UNSET;
+        knob_write_order(targets, order);
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                Knob k = order[i];
                 const KnobStep *step = &p->knobs[k];
                 bool failed = false;
 

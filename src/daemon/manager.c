@@ -436,10 +436,13 @@ GArray *manager_knob_notes(const Manager *m, Knob k) {
 /* Gives back what is thpd's and leaves what it yielded to another writer, saying so. */
 static int restore(Manager *m) {
         KnobValue baseline[_KNOB_MAX];
+        Knob order[_KNOB_MAX];
         int failed = 0, r;
 
         manager_effective_baseline(m, baseline);
-        FOREACH_KNOB(k) {
+        knob_write_order(baseline, order);
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                Knob k = order[i];
                 KnobValue want = baseline[k], cur;
                 char a[24], b[24];
 

@@ -230,11 +230,13 @@ while IFS= read -r line; do
         elif [[ -n $section && $line =~ ^#([A-Za-z]+)(\.([0-9]+[KMG]))?= ]]; then
                 key=${BASH_REMATCH[1]} size=${BASH_REMATCH[3]}
                 if [[ $section == TransparentHugePages ]]; then
-                        pattern="WORD_KNOB\(\"[a-z_]+\", \"TransparentHugePages\", \"$key\""
+                        pattern="(WORD_KNOB\(\"[a-z_]+\", \"TransparentHugePages\"|FLAG_KNOB\(\"[a-z_]+\"), \"$key\""
                 else
                         pattern="NUMBER_KNOB\(\"khugepaged/[a-z_]+\", \"$key\""
                 fi
-                [[ -n $size ]] && pattern="MTHP_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key == Enabled ]] && pattern="MTHP_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key == ShmemEnabled ]] && pattern="MTHP_SHMEM_KNOB\([0-9]+, \"$size\"\)"
+                [[ -n $size && $key != Enabled && $key != ShmemEnabled ]] && pattern="no per-size $key"
                 if grep -qE "$pattern" "$src/src/core/knob.c"; then
                         ok "thpd.conf [Baseline$section] $key${size:+.$size} is a knob key"
                 else
@@ -272,6 +274,8 @@ if [[ -r /usr/share/bash-completion/bash_completion ]]; then
         echo 'always [madvise] never' > "$thp/enabled"
         echo '511' > "$thp/khugepaged/max_ptes_none"
         echo 'always inherit madvise [never]' > "$thp/hugepages-64kB/enabled"
+        echo 'always inherit within_size advise [never]' > "$thp/hugepages-64kB/shmem_enabled"
+        echo '1' > "$thp/shrink_underused"
         complete_line() {
                 THPD_SYSFS=$tmp/sys bash -c '
                         source /usr/share/bash-completion/bash_completion
@@ -294,7 +298,10 @@ if [[ -r /usr/share/bash-completion/bash_completion ]]; then
                         fail "completion of '$*': got '$got', want '$want'"
                 fi
         }
-        check_completion 'enabled hugepages-64kB/enabled khugepaged/max_ptes_none ' thpd-ctl explain ''
+        check_completion 'enabled hugepages-64kB/enabled hugepages-64kB/shmem_enabled khugepaged/max_ptes_none shrink_underused ' \
+                thpd-ctl explain ''
+        check_completion '0 1 ' thpd-ctl override shrink_underused=
+        check_completion 'advise always inherit never within_size ' thpd-ctl override hugepages-64kB/shmem_enabled=
         check_completion 'madvise ' thpd-ctl override enabled=ma
         check_completion 'always inherit madvise never ' thpd-ctl --json override hugepages-64kB/enabled=
         check_completion 'await ' thpd-ctl --user aw

@@ -529,6 +529,54 @@ class PoliciesTest(ApiTestCase):
         self.wait_knobs({'khugepaged/defrag': '1'})
 
 
+class NewKnobsTest(ApiTestCase):
+    """Per-size shmem_enabled and the 0/1 knobs (issue 46): two policies that disagree, the
+    stricter value in the file, explain naming it, and the baseline once both units stop."""
+
+    def setUp(self):
+        super().setUp()
+        self.write_policy('pg.conf', '[Policy]\nUnits=pg-app.service\n[TransparentHugePages]\n'
+                                     'ShmemEnabled.64K=advise\nUseZeroPage=1\n')
+        self.write_policy('shm.conf', '[Policy]\nUnits=shm-app.service\n[TransparentHugePages]\n'
+                                      'ShmemEnabled.64K=always\nUseZeroPage=0\nShrinkUnderused=no\n')
+
+    def test_two_policies_and_the_baseline(self):
+        shmem64 = 'hugepages-64kB/shmem_enabled'
+        self.start_thpd()
+        for knob in (shmem64, 'hugepages-2048kB/shmem_enabled', 'shrink_underused', 'use_zero_page'):
+            self.assertIn(knob, self.knob_rows())
+        self.assertEqual(self.ctl_json('explain', shmem64)['knobs'][0]['source'], 'baseline')
+
+        self.start_unit('shm-app.service')
+        self.wait_knobs({shmem64: 'always', 'use_zero_page': '0', 'shrink_underused': '0'})
+
+        self.start_unit('pg-app.service')
+        self.wait_knobs({shmem64: 'advise', 'use_zero_page': '1', 'shrink_underused': '0'})
+        explained = self.ctl_json('explain', shmem64)['knobs'][0]
+        self.assertEqual((explained['target'], explained['source']), ('advise', 'policy'))
+        self.assertEqual(sorted((v['value'], v['source'], v['policy'], v['wins']) for v in explained['votes']),
+                         [('advise', 'policy', 'pg.conf', True), ('always', 'policy', 'shm.conf', False),
+                          ('never', 'baseline', None, False)])
+        self.assertIn(f'{shmem64} = advise, from pg.conf for pg-app.service', self.ctl('explain', shmem64).stdout)
+        winner = [v for v in self.ctl_json('explain', 'use_zero_page')['knobs'][0]['votes'] if v['wins']]
+        self.assertEqual([(v['value'], v['policy']) for v in winner], [('1', 'pg.conf')])
+        knobs = {k['knob']: k for k in self.ctl_json('status')['knobs']}
+        self.assertEqual({n: (knobs[n]['applied'], knobs[n]['baseline'], knobs[n]['policy'])
+                          for n in (shmem64, 'shrink_underused', 'use_zero_page')},
+                         {shmem64: ('advise', 'never', 'pg.conf'), 'shrink_underused': ('0', '1', 'shm.conf'),
+                          'use_zero_page': ('1', '1', 'pg.conf')})
+        self.assertRegex(self.ctl('status').stdout, r'\n +hugepages-64kB/shmem_enabled +advise +\(baseline never\) +pg\.conf')
+        metrics = self.ctl('metrics').stdout
+        self.assertRegex(metrics, r'thpd_knob_info\{[^}]*knob="hugepages-64kB/shmem_enabled"[^}]*value="advise"')
+        self.assertRegex(metrics, r'thpd_knob_value\{[^}]*knob="shrink_underused"[^}]*\} 0\n')
+
+        self.stop_unit('pg-app.service')
+        self.wait_knobs({shmem64: 'always', 'use_zero_page': '0'})
+        self.stop_unit('shm-app.service')
+        self.wait_knobs({shmem64: 'never', 'use_zero_page': '1', 'shrink_underused': '1',
+                         'hugepages-2048kB/shmem_enabled': 'inherit'})
+
+
 class OverrideTest(ApiTestCase):
     """SetOverride, ClearOverride and expiry, through thpd-ctl and busctl."""
 

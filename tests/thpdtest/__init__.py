@@ -550,6 +550,7 @@ KERNEL_WORDS = {
     'shmem_enabled': ('always', 'within_size', 'advise', 'never', 'deny', 'force'),
 }
 MTHP_WORDS = ('always', 'inherit', 'madvise', 'never')
+MTHP_SHMEM_WORDS = ('always', 'inherit', 'within_size', 'advise', 'never')
 
 # A machine with kernel defaults (kernel-facts §1): the Debian kernel boots with enabled=madvise.
 THP_DEFAULTS = {
@@ -557,6 +558,7 @@ THP_DEFAULTS = {
     'defrag': 'madvise',
     'shmem_enabled': 'never',
     'use_zero_page': '1',
+    'shrink_underused': '1',
     'hpage_pmd_size': '2097152',
     'khugepaged/defrag': '1',
     'khugepaged/pages_to_scan': '4096',
@@ -569,6 +571,8 @@ THP_DEFAULTS = {
     'khugepaged/full_scans': '0',
     'hugepages-64kB/enabled': 'never',
     'hugepages-2048kB/enabled': 'inherit',
+    'hugepages-64kB/shmem_enabled': 'never',
+    'hugepages-2048kB/shmem_enabled': 'inherit',
 }
 
 # The per-size counters of hugepages-<N>kB/stats/ as kernel 6.18 has them (kernel-facts "Since
@@ -591,7 +595,10 @@ VMSTAT_COUNTERS = (
 
 def render_knob(name, value):
     """What the kernel shows for a knob set to value: "always [madvise] never" for a word."""
-    words = MTHP_WORDS if name.startswith('hugepages-') else KERNEL_WORDS.get(name)
+    if name.startswith('hugepages-'):
+        words = MTHP_SHMEM_WORDS if name.endswith('/shmem_enabled') else MTHP_WORDS
+    else:
+        words = KERNEL_WORDS.get(name)
     if words is None:
         return f'{value}\n'
     if value not in words:

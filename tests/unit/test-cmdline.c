@@ -11,6 +11,14 @@ static Knob size_knob(uint64_t kb) {
         return k;
 }
 
+/* The per-size shmem_enabled knob of a size in kB. */
+static Knob shmem_knob(uint64_t kb) {
+        Knob k;
+
+        ck_assert_int_eq(knob_mthp_shmem_from_size_kb(kb, &k), 0);
+        return k;
+}
+
 static void assert_value(const CmdlineThp *c, Knob k, CmdlineParam origin, const char *word) {
         char buf[24];
 
@@ -28,12 +36,14 @@ static void assert_untouched(const CmdlineThp *c) {
         ck_assert_str_eq(c->tmpfs, "");
 }
 
-/* This machine's 6.18: 16 kB to 2 MB have a per-size enabled (8 kB has shmem_enabled only). */
+/* This machine's 6.18: 16 kB to 2 MB have a per-size enabled, 8 kB to 2 MB a per-size
+ * shmem_enabled. */
 static bool present[_KNOB_MAX];
 
 static void setup(void) {
         FOREACH_KNOB(k)
-                present[k] = !knob_is_mthp(k) || (knob_mthp_size_kb(k) >= 16 && knob_mthp_size_kb(k) <= 2048);
+                present[k] = !knob_is_mthp(k) ||
+                             (knob_mthp_size_kb(k) >= (knob_is_mthp_shmem(k) ? 8 : 16) && knob_mthp_size_kb(k) <= 2048);
 }
 
 START_TEST(test_none) {
@@ -151,9 +161,11 @@ START_TEST(test_shmem) {
                          0);
         assert_value(&c, KNOB_SHMEM_ENABLED, CMDLINE_TRANSPARENT_HUGEPAGE_SHMEM, "within_size");
         ck_assert(c.thp_shmem);
-        ck_assert_str_eq(c.shmem_size[size_knob(64) - KNOB_MTHP_FIRST], "always");
-        ck_assert_str_eq(c.shmem_size[size_knob(2048) - KNOB_MTHP_FIRST], "advise");
-        ck_assert_str_eq(c.shmem_size[size_knob(8) - KNOB_MTHP_FIRST], "never");
+        assert_value(&c, shmem_knob(64), CMDLINE_THP_SHMEM, "always");
+        assert_value(&c, shmem_knob(2048), CMDLINE_THP_SHMEM, "advise");
+        /* Unlisted sizes start as never, 8 kB too, which has shmem_enabled without enabled. */
+        assert_value(&c, shmem_knob(8), CMDLINE_THP_SHMEM, "never");
+        assert_value(&c, shmem_knob(1024), CMDLINE_THP_SHMEM, "never");
         ck_assert_str_eq(c.tmpfs, "always");
         /* The per-size words are not the global ones. */
         ck_assert_int_eq(cmdline_parse_thp("thp_shmem=64K:deny transparent_hugepage_shmem=inherit "

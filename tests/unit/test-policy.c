@@ -48,6 +48,13 @@ static Knob mthp(uint64_t kb) {
         return k;
 }
 
+static Knob mthp_shmem(uint64_t kb) {
+        Knob k;
+
+        ck_assert_int_eq(knob_mthp_shmem_from_size_kb(kb, &k), 0);
+        return k;
+}
+
 START_TEST(test_good_every_key) {
         static const char text[] =
                 "# A comment\n"                                   /* 1 */
@@ -62,18 +69,22 @@ START_TEST(test_good_every_key) {
                 "ShmemEnabled=advise\n"                           /* 10 */
                 "Enabled.64K=inherit\n"                           /* 11 */
                 "Enabled.2M=madvise\n"                            /* 12 */
-                "[Khugepaged]\n"                                  /* 13 */
-                "Defrag=0\n"                                      /* 14 */
-                "MaxPtesNone=0\n"                                 /* 15 */
-                "MaxPtesSwap=32\n"                                /* 16 */
-                "MaxPtesShared=128\n"                             /* 17 */
-                "PagesToScan=2048\n"                              /* 18 */
-                "ScanSleepMillisecs=30000\n"                      /* 19 */
-                "AllocSleepMillisecs=120000\n"                    /* 20 */
-                "[HugeTLB]\n"                                     /* 21 */
-                "Size=8G\n"                                       /* 22 */
-                "PageSize=2M\n"                                   /* 23 */
-                "Node=1\n";                                       /* 24 */
+                "ShmemEnabled.64K=within_size\n"                  /* 13 */
+                "ShmemEnabled.2M=inherit\n"                       /* 14 */
+                "ShrinkUnderused=no\n"                            /* 15 */
+                "UseZeroPage=0\n"                                 /* 16 */
+                "[Khugepaged]\n"                                  /* 17 */
+                "Defrag=0\n"                                      /* 18 */
+                "MaxPtesNone=0\n"                                 /* 19 */
+                "MaxPtesSwap=32\n"                                /* 20 */
+                "MaxPtesShared=128\n"                             /* 21 */
+                "PagesToScan=2048\n"                              /* 22 */
+                "ScanSleepMillisecs=30000\n"                      /* 23 */
+                "AllocSleepMillisecs=120000\n"                    /* 24 */
+                "[HugeTLB]\n"                                     /* 25 */
+                "Size=8G\n"                                       /* 26 */
+                "PageSize=2M\n"                                   /* 27 */
+                "Node=1\n";                                       /* 28 */
         g_autoptr(Policy) p = NULL;
         Diagnostics d;
 
@@ -98,16 +109,24 @@ START_TEST(test_good_every_key) {
         ck_assert_int_eq(p->knobs[mthp(2048)], word(mthp(2048), "madvise"));
         ck_assert_int_eq(p->knobs[mthp(128)], KNOB_VALUE_UNSET);
         ck_assert_uint_eq(p->knob_lines[mthp(128)], 0);
+        ck_assert_int_eq(p->knobs[mthp_shmem(64)], word(mthp_shmem(64), "within_size"));
+        ck_assert_uint_eq(p->knob_lines[mthp_shmem(64)], 13);
+        ck_assert_int_eq(p->knobs[mthp_shmem(2048)], KNOB_MTHP_SHMEM_INHERIT);
+        ck_assert_int_eq(p->knobs[mthp_shmem(128)], KNOB_VALUE_UNSET);
+        ck_assert_int_eq(p->knobs[KNOB_SHRINK_UNDERUSED], 0);
+        ck_assert_uint_eq(p->knob_lines[KNOB_SHRINK_UNDERUSED], 15);
+        ck_assert_int_eq(p->knobs[KNOB_USE_ZERO_PAGE], 0);
+        ck_assert_uint_eq(p->knob_lines[KNOB_USE_ZERO_PAGE], 16);
 
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_DEFRAG], 0);
-        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_DEFRAG], 14);
+        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_DEFRAG], 18);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_NONE], 0);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_SWAP], 32);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_SHARED], 128);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_PAGES_TO_SCAN], 2048);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_SCAN_SLEEP_MILLISECS], 30000);
         ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS], 120000);
-        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS], 20);
+        ck_assert_uint_eq(p->knob_lines[KNOB_KHUGEPAGED_ALLOC_SLEEP_MILLISECS], 24);
 
         ck_assert(p->has_pool);
         ck_assert_uint_eq(p->pool.page_size_kb, 2048);
@@ -540,6 +559,32 @@ START_TEST(test_bad_values) {
         assert_diag(&d, DIAGNOSTIC_ERROR, 14, "invalid Pages=lots");
         assert_diag(&d, DIAGNOSTIC_ERROR, 15, "invalid Node=1024");
         ck_assert_uint_eq(d.n_errors, 10);
+        diagnostics_clear(&d);
+}
+END_TEST
+
+/* Per-size shmem and the 0/1 knobs: what the global shmem_enabled alone has, a size that does
+ * not exist and a number past 1. */
+START_TEST(test_bad_new_knob_values) {
+        static const char text[] =
+                "[Policy]\n"                       /* 1 */
+                "Units=a.service\n"                /* 2 */
+                "[TransparentHugePages]\n"         /* 3 */
+                "ShmemEnabled.64K=force\n"         /* 4 */
+                "ShmemEnabled.3K=never\n"          /* 5 */
+                "ShrinkUnderused=2\n"              /* 6 */
+                "UseZeroPage=maybe\n";             /* 7 */
+        Policy *p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse(text, &d, &p), -EINVAL);
+        ck_assert_ptr_null(p);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 4, "accepted: never, advise, within_size, always, inherit");
+        assert_diag(&d, DIAGNOSTIC_WARNING, 5, "per-size keys are ShmemEnabled.8K");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 6, "out of range; accepted: 0-1");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 7, "invalid value 'maybe' for UseZeroPage=");
+        ck_assert_uint_eq(d.n_errors, 3);
         diagnostics_clear(&d);
 }
 END_TEST
@@ -1081,6 +1126,7 @@ int main(void) {
         tcase_add_test(tc, test_typos_are_errors_when_strict);
         tcase_add_test(tc, test_misplaced_keys);
         tcase_add_test(tc, test_bad_values);
+        tcase_add_test(tc, test_bad_new_knob_values);
         tcase_add_test(tc, test_duplicates_and_continuations);
         tcase_add_test(tc, test_continuations_accepted);
         tcase_add_test(tc, test_missing_units);

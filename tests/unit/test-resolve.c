@@ -156,6 +156,70 @@ START_TEST(test_inherit_uses_resolved_global) {
 }
 END_TEST
 
+/* Per-size shmem "inherit" borrows from the resolved global shmem_enabled, not from enabled. */
+START_TEST(test_shmem_inherit_uses_resolved_global_shmem) {
+        g_autoptr(Policy) a = make_policy("a.conf");
+        g_autoptr(Policy) b = make_policy("b.conf");
+        const Knob k64 = KNOB_MTHP_SHMEM_FIRST + 3;
+        Target t;
+
+        set(a->knobs, KNOB_SHMEM_ENABLED, "advise");
+        set(a->knobs, KNOB_ENABLED, "always");
+        set(a->knobs, k64, "inherit");
+        set(b->knobs, k64, "within_size");
+
+        ActivePolicy active[] = { { .policy = b, .unit = "b.service" }, { .policy = a, .unit = "a.service" } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 2 };
+
+        /* inherit of advise is stricter than within_size, whatever enabled says. */
+        resolve(&in, &t);
+        assert_value(&t, k64, "inherit");
+        ck_assert_ptr_eq(t.source[k64].policy, a);
+
+        /* With a global "always", within_size is the stricter one. */
+        set(a->knobs, KNOB_SHMEM_ENABLED, "always");
+        set(a->knobs, KNOB_ENABLED, "never");
+        resolve(&in, &t);
+        assert_value(&t, k64, "within_size");
+        ck_assert_ptr_eq(t.source[k64].policy, b);
+
+        /* Nobody sets the global: inherit borrows the baseline's never. */
+        a->knobs[KNOB_SHMEM_ENABLED] = KNOB_VALUE_UNSET;
+        resolve(&in, &t);
+        assert_value(&t, KNOB_SHMEM_ENABLED, "never");
+        assert_value(&t, k64, "inherit");
+}
+END_TEST
+
+/* Two policies on the 0/1 knobs: 1 keeps fewer huge pages and wins; alone, 0 holds. */
+START_TEST(test_flags_strictest_wins) {
+        g_autoptr(Policy) a = make_policy("a.conf");
+        g_autoptr(Policy) b = make_policy("b.conf");
+        Target t;
+
+        set(baseline, KNOB_SHRINK_UNDERUSED, "1");
+        set(a->knobs, KNOB_SHRINK_UNDERUSED, "0");
+        set(a->knobs, KNOB_USE_ZERO_PAGE, "0");
+        set(b->knobs, KNOB_SHRINK_UNDERUSED, "1");
+        set(b->knobs, KNOB_USE_ZERO_PAGE, "1");
+
+        ActivePolicy active[] = { { .policy = a, .unit = "a.service" }, { .policy = b, .unit = "b.service" } };
+        ResolveInput in = { .baseline = baseline, .active = active, .n_active = 2 };
+
+        resolve(&in, &t);
+        assert_value(&t, KNOB_SHRINK_UNDERUSED, "1");
+        ck_assert_ptr_eq(t.source[KNOB_SHRINK_UNDERUSED].policy, b);
+        assert_value(&t, KNOB_USE_ZERO_PAGE, "1");
+        ck_assert_ptr_eq(t.source[KNOB_USE_ZERO_PAGE].policy, b);
+
+        in.n_active = 1;
+        resolve(&in, &t);
+        assert_value(&t, KNOB_SHRINK_UNDERUSED, "0");
+        ck_assert_ptr_eq(t.source[KNOB_SHRINK_UNDERUSED].policy, a);
+        assert_value(&t, KNOB_USE_ZERO_PAGE, "0");
+}
+END_TEST
+
 /* Redis isolated per service (as the parser builds a Scope=service policy: no knob vote, the
  * Enabled= value kept aside) and a batch job at a global always coexist. */
 START_TEST(test_service_scope_does_not_vote) {
@@ -457,6 +521,36 @@ START_TEST(test_auto_madvise_withdraws_only_enabled) {
         resolve_with(active, 2, &t);
         ck_assert(!active[1].per_service);
         assert_value(&t, KNOB_DEFRAG, "madvise");
+}
+END_TEST
+
+/* A Scope=auto policy met per service with never: like the global shmem_enabled, its per-size
+ * shmem votes stay (shared memory other processes fault in too); the 0/1 knobs go with the rest. */
+START_TEST(test_auto_never_keeps_per_size_shmem) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) pg = make_auto("postgresql.conf", "never");
+        const Knob k64 = KNOB_MTHP_SHMEM_FIRST + 3;
+        Target t;
+
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        set(mongo->knobs, k64, "always");
+        set(mongo->knobs, KNOB_USE_ZERO_PAGE, "0");
+        set(pg->knobs, k64, "never");
+        set(pg->knobs, KNOB_USE_ZERO_PAGE, "1");
+        ActivePolicy active[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = pg, .unit = "postgresql.service" },
+        };
+
+        resolve_with(active, G_N_ELEMENTS(active), &t);
+        ck_assert(active[1].per_service);
+        ck_assert(!resolve_withdrawn(&active[1], k64));
+        ck_assert(resolve_withdrawn(&active[1], KNOB_USE_ZERO_PAGE));
+        ck_assert(resolve_withdrawn(&active[1], KNOB_SHRINK_UNDERUSED));
+        assert_value(&t, k64, "never");
+        ck_assert_ptr_eq(t.source[k64].policy, pg);
+        assert_value(&t, KNOB_USE_ZERO_PAGE, "0");
+        ck_assert_ptr_eq(t.source[KNOB_USE_ZERO_PAGE].policy, mongo);
 }
 END_TEST
 
@@ -829,6 +923,8 @@ int main(void) {
                                          test_looser_policy_alone_wins_over_baseline,
                                          test_mitigation_and_override,
                                          test_inherit_uses_resolved_global,
+                                         test_shmem_inherit_uses_resolved_global_shmem,
+                                         test_flags_strictest_wins,
                                          test_pools_summed_per_size_and_node,
                                          test_pool_only_policy_does_not_vote_knobs,
                                          test_pool_sum_saturates,
@@ -838,6 +934,7 @@ int main(void) {
                                          test_two_auto_policies,
                                          test_auto_with_an_unisolated_unit_votes,
                                          test_auto_madvise_withdraws_only_enabled,
+                                         test_auto_never_keeps_per_size_shmem,
                                          test_votes_mitigation_and_override,
                                          test_votes_withdrawn,
                                          test_votes_agree_random,

@@ -461,6 +461,8 @@ START_TEST(test_probe_partial_tree) {
                 [KNOB_KHUGEPAGED_DEFRAG] = true,
                 [KNOB_KHUGEPAGED_MAX_PTES_NONE] = true,
                 [KNOB_MTHP_FIRST + 3] = true,
+                [KNOB_MTHP_SHMEM_FIRST + 8] = true,
+                [KNOB_SHRINK_UNDERUSED] = true,
         };
         g_autofree char *dir = root_path(THP "khugepaged/pages_to_scan");
 
@@ -471,7 +473,9 @@ START_TEST(test_probe_partial_tree) {
         test_write_file(root, THP "khugepaged/max_ptes_none", "511\n");
         test_write_file(root, THP "khugepaged/full_scans", "3\n");
         test_write_file(root, THP "hugepages-64kB/enabled", "always inherit madvise [never]\n");
-        /* A size directory without "enabled" and a knob name that is a directory do not count. */
+        test_write_file(root, THP "shrink_underused", "1\n");
+        /* A size directory with shmem_enabled only has that knob; a knob name that is a directory
+         * does not count. */
         test_write_file(root, THP "hugepages-2048kB/shmem_enabled", "always [inherit] never\n");
         ck_assert_int_eq(g_mkdir_with_parents(dir, 0755), 0);
 
