@@ -108,14 +108,13 @@ static uint64_t memparse(const char *s) {
                         break;
                 n = n * base + (uint64_t) d;
         }
-        switch (g_ascii_toupper(*s)) {
-        case 'E': shift += 10; /* fall through */
-        case 'P': shift += 10; /* fall through */
-        case 'T': shift += 10; /* fall through */
-        case 'G': shift += 10; /* fall through */
-        case 'M': shift += 10; /* fall through */
-        case 'K': shift += 10; break;
-        default: break;
+        /* Each suffix is 1024 times the one before it. */
+        if (*s != '\0') {
+                static const char suffixes[] = "KMGTPE";
+                const char *suffix = strchr(suffixes, g_ascii_toupper(*s));
+
+                if (suffix)
+                        shift = 10 * (unsigned) (suffix - suffixes + 1);
         }
         return shift >= 64 ? 0 : n << shift;
 }
