@@ -196,9 +196,11 @@ static void check(Manager *m, const IsolationRequest *req) {
         g_hash_table_replace(m->isolation, i->unit, i);
         read_via(m, i);
 
-        if (i->mode == KNOB_ENABLED_ALWAYS)
+        if (i->mode == KNOB_ENABLED_ALWAYS) {
                 set_state(i, ISOLATION_UNVERIFIED, always_note(i));
-        else if (isolation_before_asking(i->mode, i->via) == ISOLATION_NOT_ISOLATED)
+                /* The listeners ran before this entry existed: another apply announces it. */
+                manager_queue_apply(m);
+        } else if (isolation_before_asking(i->mode, i->via) == ISOLATION_NOT_ISOLATED)
                 set_state(i, ISOLATION_NOT_ISOLATED,
                           g_strdup("thpd-generator wrote no drop-in for it (a transient unit, or one installed after "
                                    "the last daemon-reload)"));

@@ -66,6 +66,12 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "service-scope-defrag.conf: exit $rc, expected 1"
 expect_line "$bad/service-scope-defrag.conf:9: error: [TransparentHugePages] Defrag= is machine-wide and cannot apply to one service (Scope=service, line 5), ignored; move it to a policy with Scope=global or Scope=auto" "$scratch/err"
 
+# Always for one service is spelt Scope=service; Scope=auto with always fails.
+"$ctl" verify "$bad/auto-scope-always.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "auto-scope-always.conf: exit $rc, expected 1"
+expect_line "$bad/auto-scope-always.conf:8: error: Enabled=always cannot be asked for one service (Scope=auto, line 5): a process can only opt out of THP; use Scope=service (always for its services, madvise for every other) or Scope=global" "$scratch/err"
+
 # What the daemon would not trust: a warning for a file in a build tree, an error in a policy
 # directory (--policy-dir counts as one).
 mkdir -m 0755 "$scratch/build" "$scratch/policy.d"
