@@ -172,7 +172,7 @@ static char *always_note(const Isolation *i) {
         case SCOPE_VIA_MEMORY_THP:
                 return g_strdup("always for its processes alone: every other service gets MemoryTHP=madvise from "
                                 "thpd-generator's blanket " SCOPE_BLANKET_DIR "/" SCOPE_BLANKET_NAME
-                                " (services started before it, and processes outside services, keep always)");
+                                " (services started before it keep always until they restart)");
         case SCOPE_VIA_MACHINE_WIDE:
                 return g_strdup_printf("always machine-wide, for every service: no blanket, as %s", i->via_value);
         default:
