@@ -121,7 +121,7 @@ system_sid_layer() {
         fi
         THPD_SYSTEM_SUITE=sid THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/system-test.sh -v \
                 SystemTest.test_1_package SystemTest.test_8_service_scope SystemTest.test_9_cockpit \
-                SystemTest.test_10_mixed_host || rc=$?
+                SystemTest.test_10_mixed_host SystemTest.test_11_always_alone || rc=$?
         if [ "$rc" -eq 77 ]; then
                 echo "0 0 1" >"$count"
                 return 0

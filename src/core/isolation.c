@@ -63,6 +63,8 @@ char *isolation_describe_via(const Isolation *i) {
                 return g_strdup_printf("MemoryTHP=%s", i->via_value ?: "");
         case SCOPE_VIA_HELPER:
                 return g_strdup("thpd-exec");
+        case SCOPE_VIA_MACHINE_WIDE:
+                return g_strdup("machine-wide");
         default:
                 return g_strdup("no drop-in");
         }

@@ -23,7 +23,8 @@ typedef enum IsolationState {
 typedef struct Isolation {
         char *unit;
         char *policy;     /* the policy file name */
-        KnobValue mode;   /* what it asks for its processes: never or madvise (an Enabled= value) */
+        KnobValue mode;   /* what it asks for its processes: never or madvise (an Enabled= value), or
+                           * always (policy_inverts()): then only its drop-in is read */
         PolicyScope scope;
         ScopeVia via;     /* how thpd-generator's drop-in for it isolates it, as found at the check */
         char *via_value;  /* SCOPE_VIA_MEMORY_THP: the MemoryTHP= value it sets */

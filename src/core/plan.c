@@ -169,6 +169,19 @@ static bool plan_isolation(PlanState *s, const PlanInput *in, const Policy *p, c
         return false;
 }
 
+/* A unit of a policy that wants always for its services alone: how it gets it (exempt from the
+ * blanket, or always machine-wide where there is none) is read from its drop-in once per start,
+ * running or not yet: its processes cannot show it, so they are not asked. A unit also named by
+ * a policy that isolates it has that policy's check instead. */
+static void plan_exemption(const PlanInput *in, const Policy *p, const PlanUnit *u, Plan *plan) {
+        const Isolation *i = in->isolation ? g_hash_table_lookup(in->isolation, u->name) : NULL;
+        IsolationRequest r = { .policy = p, .unit = u->name, .stops = u->stops };
+
+        if (i && i->stops == u->stops)
+                return;
+        g_array_append_val(plan->isolation_checks, r);
+}
+
 /* One candidate's wanted units: each into plan->wanted, the new or restarted ones into changed,
  * their restart hints or isolation checks, and the policy's sorted unit list. Returns whether a
  * unit of a policy that isolates its services runs unisolated. */
@@ -193,10 +206,14 @@ static bool plan_candidate_units(PlanState *s, const PlanInput *in, const PlanCa
                  * isolated (a Scope=auto one is never settled, see plan_unit_change_matters()). */
                 if (policy_isolates(p))
                         unisolated |= plan_isolation(s, in, p, u, plan);
-                else if (!known && u->running)
-                        hint_set(s, plan, u->name, p->name);
-                else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
-                        hint_clear(s, plan, u->name);
+                else {
+                        if (policy_inverts(p))
+                                plan_exemption(in, p, u, plan);
+                        if (!known && u->running)
+                                hint_set(s, plan, u->name, p->name);
+                        else if (known && GPOINTER_TO_UINT(seen) != u->stops + 1)
+                                hint_clear(s, plan, u->name);
+                }
         }
         /* Active exactly while it has units: this also covers turning (in)active. */
         g_ptr_array_sort(units, compare_strings);

@@ -518,12 +518,14 @@ static void end_line(PolicyParser *p) {
  * setting per process: THP off, or (6.18) only where advised. Every other knob is machine-wide,
  * so voting on it would impose the service's wish on everyone; the daemon ignores such a key
  * (warning), verify fails on it. A Scope=auto policy votes machine-wide too, so its other keys
- * stay. */
+ * stay, and so does a Scope=service one that wants always: always for a few services is always
+ * machine-wide with every other service opted out (policy_inverts()), so it votes as a global
+ * policy does. */
 static void check_isolating_scope(PolicyParser *p) {
         const char *scope = policy_scope_to_string(p->scope);
-        KnobValue always;
+        bool always = p->knob_seen[KNOB_ENABLED] != 0 && p->knobs[KNOB_ENABLED] == KNOB_ENABLED_ALWAYS;
 
-        if (p->scope == POLICY_SCOPE_SERVICE)
+        if (p->scope == POLICY_SCOPE_SERVICE && !always)
                 FOREACH_KNOB(k)
                         if (k != KNOB_ENABLED && p->knob_seen[k] != 0)
                                 unknown_at(p, p->knob_seen[k],
@@ -541,14 +543,14 @@ static void check_isolating_scope(PolicyParser *p) {
         }
 
         if (p->knob_seen[KNOB_ENABLED] == 0) {
-                error_at(p, p->scope_line, "Scope=%s needs [TransparentHugePages] Enabled=never or madvise: "
-                         "it is what the services get", scope);
+                error_at(p, p->scope_line, "Scope=%s needs [TransparentHugePages] Enabled=never or madvise%s: "
+                         "it is what the services get", scope, p->scope == POLICY_SCOPE_SERVICE ? " (or always)" : "");
                 return;
         }
-        if (knob_value_from_string(KNOB_ENABLED, "always", &always) >= 0 && p->knobs[KNOB_ENABLED] == always)
+        if (always && p->scope != POLICY_SCOPE_SERVICE)
                 error_at(p, p->knob_seen[KNOB_ENABLED], "Enabled=always cannot be asked for one service "
-                         "(Scope=%s, line %u): a process can only opt out of THP; use never or madvise, or "
-                         "Scope=global", scope, p->scope_line);
+                         "(Scope=%s, line %u): a process can only opt out of THP; use Scope=service (always for its "
+                         "services, madvise for every other) or Scope=global", scope, p->scope_line);
 }
 
 /* Checks that need the whole file. */
@@ -588,9 +590,9 @@ static Policy *parser_build_policy(PolicyParser *p) {
         }
         policy->scope = p->scope;
         policy->service_thp = KNOB_VALUE_UNSET;
-        if (policy_isolates(policy))
+        if (p->scope != POLICY_SCOPE_GLOBAL)
                 policy->service_thp = policy->knobs[KNOB_ENABLED];
-        if (p->scope == POLICY_SCOPE_SERVICE)
+        if (p->scope == POLICY_SCOPE_SERVICE && !policy_inverts(policy))
                 FOREACH_KNOB(k)
                         policy->knobs[k] = KNOB_VALUE_UNSET;
         FOREACH_KNOB(k)
@@ -715,8 +717,12 @@ bool policy_unit_pattern_matches(const char *pattern, const char *unit) {
         return fnmatch(instances, unit, FNM_NOESCAPE) == 0;
 }
 
+bool policy_inverts(const Policy *p) {
+        return p->scope == POLICY_SCOPE_SERVICE && p->service_thp == KNOB_ENABLED_ALWAYS;
+}
+
 bool policy_isolates(const Policy *p) {
-        return p->scope == POLICY_SCOPE_SERVICE || p->scope == POLICY_SCOPE_AUTO;
+        return (p->scope == POLICY_SCOPE_SERVICE || p->scope == POLICY_SCOPE_AUTO) && !policy_inverts(p);
 }
 
 bool policy_matches_unit(const Policy *p, const char *unit) {

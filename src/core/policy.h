@@ -20,7 +20,8 @@ typedef struct PoolRequest {
 typedef enum PolicyScope {
         POLICY_SCOPE_GLOBAL,  /* votes on the machine-wide knobs (the default) */
         POLICY_SCOPE_SERVICE, /* isolates the processes of its services only (prctl at exec, see
-                               * thpd-generator(8)); votes on no knob, but its pool still counts */
+                               * thpd-generator(8)); votes on no knob, but its pool still counts;
+                               * with Enabled=always, policy_inverts() */
         POLICY_SCOPE_AUTO,    /* isolates its services too, and votes machine-wide unless another
                                * active policy wants a looser Enabled= (resolve_per_service()) */
         _POLICY_SCOPE_MAX,
@@ -45,8 +46,9 @@ typedef struct Policy {
         PoolRequest pool;
         PolicyScope scope;
         /* POLICY_SCOPE_SERVICE and _AUTO: the Enabled= value its services get (never or
-         * madvise). With _SERVICE knobs[] is all UNSET, so nothing votes on the global knobs by
-         * mistake; with _AUTO knobs[] keeps the votes it casts while it is not met per service. */
+         * madvise, or always with _SERVICE). With _SERVICE knobs[] is all UNSET, so nothing votes
+         * on the global knobs by mistake, unless it wants always (policy_inverts()); with _AUTO
+         * knobs[] keeps the votes it casts while it is not met per service. */
         KnobValue service_thp;
 } Policy;
 
@@ -86,8 +88,13 @@ void policy_parser_read_error(PolicyParser *p, int error);
 /* The end of the file: as policy_parse_text() returns. Call it once, then free the parser. */
 int policy_parser_finish(PolicyParser *p, Policy **ret);
 
-/* Scope=service or Scope=auto: thpd-generator isolates its services' processes. */
+/* Scope=service or Scope=auto with never or madvise: thpd-generator isolates its services'
+ * processes. */
 bool policy_isolates(const Policy *p);
+/* Scope=service with Enabled=always: always for its services alone. It votes machine-wide as a
+ * Scope=global policy does, and thpd-generator gives every other service MemoryTHP=madvise
+ * where the manager and the kernel allow it (docs/scope-service.md). */
+bool policy_inverts(const Policy *p);
 
 /* True when any Units= entry matches the unit name (fnmatch globs; "foo@.service" matches every
  * instance of the template). */

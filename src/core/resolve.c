@@ -84,8 +84,11 @@ static void resolve_knobs(const ResolveInput *in, Knob first, Knob end, KnobValu
                 finish_knob(in, k, global, t);
 }
 
+/* A Scope=service policy that wants always votes as a global one: its services can have always
+ * only while the machine says so (policy_inverts()). */
 static bool votes_whatever_happens(const ActivePolicy *a) {
-        return a->policy->scope == POLICY_SCOPE_GLOBAL || (a->policy->scope == POLICY_SCOPE_AUTO && a->unisolated);
+        return a->policy->scope == POLICY_SCOPE_GLOBAL || policy_inverts(a->policy) ||
+               (a->policy->scope == POLICY_SCOPE_AUTO && a->unisolated);
 }
 
 void resolve_per_service(ActivePolicy *active, size_t n_active) {

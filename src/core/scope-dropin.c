@@ -6,6 +6,7 @@ static const char *const scope_via_table[_SCOPE_VIA_MAX] = {
         [SCOPE_VIA_NONE] = "none",
         [SCOPE_VIA_HELPER] = "thpd-exec",
         [SCOPE_VIA_MEMORY_THP] = "MemoryTHP",
+        [SCOPE_VIA_MACHINE_WIDE] = "machine-wide",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(scope_via, ScopeVia);
@@ -40,6 +41,48 @@ static int append_helper_lines(const ScopeDropinRequest *req, const char *mode, 
         return 0;
 }
 
+const char *scope_blanket_unavailable(ScopeVia via, bool kernel_except_advised) {
+        if (via != SCOPE_VIA_MEMORY_THP)
+                return "the service manager has no MemoryTHP= (systemd 260 and later)";
+        if (!kernel_except_advised)
+                return "the kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18 and later)";
+        return NULL;
+}
+
+char *scope_blanket_text(const Policy *const *policies, size_t n_policies) {
+        GString *s = g_string_new("# Written by thpd-generator: THP always is for the services of\n");
+
+        for (size_t i = 0; i < n_policies; i++)
+                g_string_append_printf(s, "#   %s (Scope=service, Enabled=always)\n", policies[i]->path);
+        g_string_append(s, "# alone. Every other service gets madvise at its start: THP only where its program asks.\n"
+                           "# A drop-in of the service's own that sorts after this file wins: those services'\n"
+                           "# " SCOPE_DROPIN_NAME " (MemoryTHP=inherit), and that of a service that asks for never.\n"
+                           "[Service]\n"
+                           "MemoryTHP=madvise\n");
+        return g_string_free(s, false);
+}
+
+static void append_always(const ScopeDropinRequest *req, GString *s) {
+        const char *why = scope_blanket_unavailable(req->via, req->kernel_except_advised);
+
+        if (!why) {
+                g_string_append_printf(s,
+                                       "# (Scope=service, Enabled=always): %s keeps the machine-wide always,\n"
+                                       "# exempt from the blanket MemoryTHP=madvise (" SCOPE_BLANKET_DIR "/" SCOPE_BLANKET_NAME
+                                       ")\n# that every other service gets.\n"
+                                       "[Service]\nMemoryTHP=inherit\n",
+                                       req->unit);
+                return;
+        }
+        /* Comments only: the file changes nothing for the manager, and tells thpd and the admin
+         * why every service, not only this one, gets always. */
+        g_string_append_printf(s,
+                               "# (Scope=service, Enabled=always): THP is always machine-wide while %s runs,\n"
+                               "# for every service: no blanket MemoryTHP=madvise was written for the others.\n"
+                               SCOPE_NO_BLANKET_PREFIX "%s\n",
+                               req->unit, why);
+}
+
 int scope_dropin_text(const ScopeDropinRequest *req, char **ret, const char **ret_bad_line) {
         g_autoptr(GString) s = g_string_new(NULL);
         const Policy *p = req->policy;
@@ -49,7 +92,9 @@ int scope_dropin_text(const ScopeDropinRequest *req, char **ret, const char **re
         int r;
 
         g_string_append_printf(s, "# Written by thpd-generator for %s\n", p->path);
-        if (req->via == SCOPE_VIA_MEMORY_THP) {
+        if (policy_inverts(p))
+                append_always(req, s);
+        else if (req->via == SCOPE_VIA_MEMORY_THP) {
                 const char *value = memory_thp_value(req, mode);
 
                 g_string_append_printf(s,
@@ -87,6 +132,11 @@ ScopeVia scope_dropin_parse(const char *text, char **ret_value) {
                         if (ret_value)
                                 *ret_value = g_strstrip(g_strdup(line + strlen("MemoryTHP=")));
                         return SCOPE_VIA_MEMORY_THP;
+                }
+                if (g_str_has_prefix(line, SCOPE_NO_BLANKET_PREFIX)) {
+                        if (ret_value)
+                                *ret_value = g_strstrip(g_strdup(line + strlen(SCOPE_NO_BLANKET_PREFIX)));
+                        return SCOPE_VIA_MACHINE_WIDE;
                 }
                 if (g_str_has_prefix(line, "ExecStart=") && strstr(line, " --thp="))
                         helper = true;

@@ -10,11 +10,23 @@
 /* Last in the drop-in directory, so that its ExecStart= reset comes after the unit's own. */
 #define SCOPE_DROPIN_NAME "zz-thpd-scope.conf"
 
+/* The top-level drop-in that gives every service MemoryTHP=madvise while a policy wants always for
+ * its own services (policy_inverts()), in the generator's directory. systemd applies the drop-ins
+ * of all directories in the order of their file names, so this one must sort before
+ * SCOPE_DROPIN_NAME (the exemption of those services, and the isolation of services that ask for
+ * never), and it sorts before the usual names of an admin's drop-ins (override.conf, 50-...). */
+#define SCOPE_BLANKET_DIR "service.d"
+#define SCOPE_BLANKET_NAME "10-thpd-madvise.conf"
+/* The comment line of a unit's drop-in that says why no blanket was written. */
+#define SCOPE_NO_BLANKET_PREFIX "# No blanket: "
+
 typedef enum ScopeVia {
         SCOPE_VIA_NONE,       /* no drop-in: the unit was not there at the last daemon-reload, or
                                * it is transient */
         SCOPE_VIA_HELPER,     /* ExecStart= through thpd-exec, for managers without MemoryTHP= */
         SCOPE_VIA_MEMORY_THP, /* the manager's own MemoryTHP= (systemd 260 and later) */
+        SCOPE_VIA_MACHINE_WIDE, /* Enabled=always with no blanket: always machine-wide, for every
+                                 * service */
         _SCOPE_VIA_MAX,
         _SCOPE_VIA_INVALID = -EINVAL,
 } ScopeVia;
@@ -33,11 +45,22 @@ typedef struct ScopeDropinRequest {
         bool kernel_except_advised;
 } ScopeDropinRequest;
 
-/* The drop-in's text. -EINVAL when an ExecStart= value has no command (*ret_bad_line, if
+/* Why the blanket cannot be written on this platform (a sentence), or NULL when it can: it needs
+ * the manager's MemoryTHP= (systemd 260) and PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18), without
+ * which MemoryTHP=madvise would fail every service's start. */
+const char *scope_blanket_unavailable(ScopeVia via, bool kernel_except_advised);
+
+/* The blanket's text, naming the policies (policy_inverts()) whose services are exempt. */
+char *scope_blanket_text(const Policy *const *policies, size_t n_policies);
+
+/* The drop-in's text. For a policy that wants always (policy_inverts()): the exemption from the
+ * blanket (MemoryTHP=inherit) where scope_blanket_unavailable() says the blanket can be written,
+ * else a file of comments only that says why always is machine-wide. -EINVAL when an ExecStart= value has no command (*ret_bad_line, if
  * given, then points at it), -ENOEXEC when the unit has no ExecStart= to wrap. */
 int scope_dropin_text(const ScopeDropinRequest *req, char **ret, const char **ret_bad_line);
 
 /* How a drop-in of ours isolates its unit: SCOPE_VIA_MEMORY_THP with *ret_value set to the
- * MemoryTHP= value ("disable" or "madvise", borrowed from text up to the end of its line,
- * copied), SCOPE_VIA_HELPER, or SCOPE_VIA_NONE for a file that does neither. */
+ * MemoryTHP= value ("disable", "madvise", or "inherit" for an exemption from the blanket, copied),
+ * SCOPE_VIA_HELPER, SCOPE_VIA_MACHINE_WIDE with *ret_value set to why there is no blanket, or
+ * SCOPE_VIA_NONE for a file that does none of these. */
 ScopeVia scope_dropin_parse(const char *text, char **ret_value);

@@ -461,7 +461,8 @@ static void print_needs_restart(CtlOutput *out, const CtlProperties *p, GArray *
 }
 
 /* Services of Scope=service and Scope=auto policies: THP taken away from their processes only,
- * and how; what a Scope=auto service votes, and a note, on lines of their own below it. */
+ * or always kept for them alone, and how; what a Scope=auto service votes, and a note, on lines
+ * of their own below it. */
 static void print_isolated(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(CtlTable) t = block_table(1);
         g_autofree char *label = label_prefix("Isolated:"), *continuation = label_prefix("");
@@ -471,7 +472,8 @@ static void print_isolated(CtlOutput *out, const CtlProperties *p) {
                 bool bad = streq(iso->state, "not-isolated");
                 g_autofree char *line = NULL;
 
-                line = g_strdup_printf("%s THP %s for its processes only (%s, Scope=%s, via %s): %s%s%s", iso->unit, iso->thp,
+                line = g_strdup_printf("%s THP %s for its processes only%s (%s, Scope=%s, via %s): %s%s%s", iso->unit, iso->thp,
+                                       streq(iso->via, "machine-wide") ? " where the platform allows it" : "",
                                        iso->policy, iso->scope, iso->via, ctl_color(bad ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL),
                                        iso->state, ctl_color(CTL_COLOR_NORMAL));
                 ctl_table_add_string(t, line);

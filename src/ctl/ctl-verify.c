@@ -8,9 +8,11 @@
 #include "ctl.h"
 #include "diagnostics.h"
 #include "log.h"
+#include "manager-probe.h"
 #include "policy-dirs.h"
 #include "policy.h"
 #include "procfs.h"
+#include "scope-dropin.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -153,6 +155,31 @@ static void warn_pmd_unreachable(GArray *checked, Diagnostics *diag) {
         }
 }
 
+/* A policy that wants always for its services alone is a machine-wide always where
+ * thpd-generator cannot write the blanket: said here, as it asks (manager-probe.c), so that a
+ * packager or admin learns it before the service runs. */
+static void warn_always_fallback(GArray *checked, Diagnostics *diag) {
+        const char *why = NULL;
+        bool asked = false;
+
+        for (guint i = 0; i < checked->len; i++) {
+                const Checked *c = &g_array_index(checked, Checked, i);
+
+                if (!c->parsed || !policy_inverts(c->parsed))
+                        continue;
+                if (!asked) {
+                        why = scope_blanket_unavailable(manager_has_memory_thp() > 0 ? SCOPE_VIA_MEMORY_THP : SCOPE_VIA_HELPER,
+                                                        kernel_has_thp_except_advised());
+                        asked = true;
+                }
+                if (!why)
+                        return;
+                diagnostics_add(diag, DIAGNOSTIC_WARNING, c->path, 0,
+                                "Scope=service with Enabled=always is a machine-wide always on this host, for every "
+                                "service: no blanket MemoryTHP=madvise for the others, as %s", why);
+        }
+}
+
 static void diagnostic_to_json(CtlJson *b, const Diagnostic *d) {
         CtlDiagnostic c = {
                 .file = d->file,
@@ -287,6 +314,7 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                         verify_file(dirs, argv[i], &diag, checked);
 
         warn_pmd_unreachable(checked, &diag);
+        warn_always_fallback(checked, &diag);
         attached = g_new0(bool, diag.items->len + 1);
         t = checked_table(checked, argc == 0, &diag, attached);
         if (o->json)

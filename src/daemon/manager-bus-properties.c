@@ -244,9 +244,10 @@ uint64_t property_digest_pools(const BusData *d) {
         return h;
 }
 
-/* A Scope=auto policy not met per service isolates machine-wide. */
+/* A Scope=auto policy not met per service votes machine-wide, as one that wants always does. */
 static bool isolation_machine_wide(const Manager *m, const Isolation *iso) {
-        return iso->scope == POLICY_SCOPE_AUTO && !g_hash_table_contains(m->per_service, iso->policy);
+        return (iso->scope == POLICY_SCOPE_AUTO && !g_hash_table_contains(m->per_service, iso->policy)) ||
+               iso->mode == KNOB_ENABLED_ALWAYS;
 }
 
 int property_get_isolated_services(sd_bus *bus, const char *path, const char *interface,

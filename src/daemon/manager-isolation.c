@@ -165,6 +165,22 @@ static void ask_processes(Manager *m, Isolation *i) {
         sd_bus_slot_unref(slot);
 }
 
+/* Which way a unit of a policy that wants always gets it, as its drop-in says. The processes
+ * cannot tell: PR_THP_DISABLE_EXCEPT_ADVISED does not show in /proc/PID/status. */
+static char *always_note(const Isolation *i) {
+        switch (i->via) {
+        case SCOPE_VIA_MEMORY_THP:
+                return g_strdup("always for its processes alone: every other service gets MemoryTHP=madvise from "
+                                "thpd-generator's blanket " SCOPE_BLANKET_DIR "/" SCOPE_BLANKET_NAME
+                                " (services started before it keep always until they restart)");
+        case SCOPE_VIA_MACHINE_WIDE:
+                return g_strdup_printf("always machine-wide, for every service: no blanket, as %s", i->via_value);
+        default:
+                return g_strdup("thpd-generator wrote no drop-in for it (a transient unit, or one installed after the "
+                                "last daemon-reload): where the blanket exists it runs at madvise");
+        }
+}
+
 static void check(Manager *m, const IsolationRequest *req) {
         const Policy *p = req->policy;
         Isolation *i = g_new0(Isolation, 1);
@@ -180,7 +196,11 @@ static void check(Manager *m, const IsolationRequest *req) {
         g_hash_table_replace(m->isolation, i->unit, i);
         read_via(m, i);
 
-        if (isolation_before_asking(i->mode, i->via) == ISOLATION_NOT_ISOLATED)
+        if (i->mode == KNOB_ENABLED_ALWAYS) {
+                set_state(i, ISOLATION_UNVERIFIED, always_note(i));
+                /* The listeners ran before this entry existed: another apply announces it. */
+                manager_queue_apply(m);
+        } else if (isolation_before_asking(i->mode, i->via) == ISOLATION_NOT_ISOLATED)
                 set_state(i, ISOLATION_NOT_ISOLATED,
                           g_strdup("thpd-generator wrote no drop-in for it (a transient unit, or one installed after "
                                    "the last daemon-reload)"));

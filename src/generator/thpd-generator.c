@@ -14,7 +14,9 @@
 /* thpd-generator NORMAL_DIR [EARLY_DIR LATE_DIR]: for every service a Scope=service or
  * Scope=auto policy names, a drop-in in NORMAL_DIR that sets the manager's own MemoryTHP= where
  * it has one, or else re-states its ExecStart= lines through thpd-exec, which sets
- * prctl(PR_SET_THP_DISABLE) and execs the command. See thpd-generator(8).
+ * prctl(PR_SET_THP_DISABLE) and execs the command. For a Scope=service policy that wants always,
+ * the blanket NORMAL_DIR/service.d/ drop-in that gives every service MemoryTHP=madvise, and its
+ * services' exemption. See thpd-generator(8).
  *
  * A generator runs before anything else at boot and at every daemon-reload, with no bus: it
  * reads files only, and never fails the manager's start over one bad unit. */
@@ -33,12 +35,17 @@ static char **policy_search_path(void) {
         return e ? g_strsplit(e, ":", -1) : g_strdupv((char **) policy_default_dirs);
 }
 
+static gint compare_policy_path(gconstpointer a, gconstpointer b) {
+        return strcmp((*(const Policy *const *) a)->path, (*(const Policy *const *) b)->path);
+}
+
 static bool has_glob(const char *s) {
         return strpbrk(s, "*?[") != NULL;
 }
 
-/* unit -> the strictest Policy* (borrowed) that isolates it: never before madvise, then the
- * first policy in lexical order, as resolution breaks ties. */
+/* unit -> the strictest Policy* (borrowed) that isolates it: never before madvise, before the
+ * always of policy_inverts() (its exemption from the blanket), then the first policy in lexical
+ * order, as resolution breaks ties. */
 static void collect(GHashTable *wanted, const Policy *p, const char *unit) {
         const Policy *old = g_hash_table_lookup(wanted, unit);
 
@@ -52,7 +59,7 @@ static GHashTable *units_to_isolate(GPtrArray *policies, GPtrArray *unit_files) 
         for (guint i = 0; i < policies->len; i++) {
                 const Policy *p = g_ptr_array_index(policies, i);
 
-                if (!policy_isolates(p))
+                if (!policy_isolates(p) && !policy_inverts(p))
                         continue;
                 /* Globs match the unit files present now; a plain name also matches an
                  * instance that has no file of its own ("foo@bar.service" of "foo@.service"). */
@@ -79,7 +86,13 @@ static int write_dropin(const char *dir, const Platform *platform, const Policy 
         UnitExec exec;
         int r;
 
-        r = unit_files_load_exec(unit_path, unit, &exec, &fragment);
+        /* An exemption from the blanket sets no ExecStart=, and is written for a unit not
+         * installed yet too: once installed, it must not run under the blanket. */
+        if (policy_inverts(p)) {
+                unit_exec_init(&exec);
+                r = 0;
+        } else
+                r = unit_files_load_exec(unit_path, unit, &exec, &fragment);
         if (r == -ENOENT)
                 /* A name in Units= that is not installed: nothing to isolate, nothing to say. */
                 return 0;
@@ -110,6 +123,34 @@ static int write_dropin(const char *dir, const Platform *platform, const Policy 
 
         d = g_strdup_printf("%s/%s.d", dir, unit);
         path = g_build_filename(d, SCOPE_DROPIN_NAME, NULL);
+        if (g_mkdir_with_parents(d, 0755) < 0)
+                return log_error_errno(errno, "Cannot create %s: %m", d);
+        if (!g_file_set_contents(path, text, -1, &error))
+                return log_error_errno(-EIO, "Cannot write %s: %s", path, error->message);
+        return 1;
+}
+
+/* The blanket, when a policy that wants always (policy_inverts()) has a unit exempted from it
+ * and the platform allows it. Elsewhere those units' drop-ins say why there is none. */
+static int write_blanket(const char *dir, const Platform *platform, GHashTable *wanted) {
+        g_autoptr(GPtrArray) inverting = g_ptr_array_new();
+        g_autofree char *d = NULL, *path = NULL, *text = NULL;
+        g_autoptr(GError) error = NULL;
+        GHashTableIter iter;
+        const Policy *p;
+
+        g_hash_table_iter_init(&iter, wanted);
+        while (g_hash_table_iter_next(&iter, NULL, (gpointer *) &p))
+                if (policy_inverts(p) && !g_ptr_array_find(inverting, p, NULL))
+                        g_ptr_array_add(inverting, (gpointer) p);
+        if (inverting->len == 0 || scope_blanket_unavailable(platform->via, platform->kernel_except_advised))
+                return 0;
+        /* In policy file order, whatever order the table gave them in. */
+        g_ptr_array_sort(inverting, compare_policy_path);
+
+        d = g_build_filename(dir, SCOPE_BLANKET_DIR, NULL);
+        path = g_build_filename(d, SCOPE_BLANKET_NAME, NULL);
+        text = scope_blanket_text((const Policy *const *) inverting->pdata, inverting->len);
         if (g_mkdir_with_parents(d, 0755) < 0)
                 return log_error_errno(errno, "Cannot create %s: %m", d);
         if (!g_file_set_contents(path, text, -1, &error))
@@ -149,6 +190,9 @@ static int run(const char *dir) {
                 if (r < 0)
                         ret = r;
         }
+        r = write_blanket(dir, &platform, wanted);
+        if (r < 0)
+                ret = r;
         return ret;
 }
 

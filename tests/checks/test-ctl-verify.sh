@@ -66,6 +66,19 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "service-scope-defrag.conf: exit $rc, expected 1"
 expect_line "$bad/service-scope-defrag.conf:9: error: [TransparentHugePages] Defrag= is machine-wide and cannot apply to one service (Scope=service, line 5), ignored; move it to a policy with Scope=global or Scope=auto" "$scratch/err"
 
+# Always for one service is spelt Scope=service; Scope=auto with always fails.
+"$ctl" verify "$bad/auto-scope-always.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "auto-scope-always.conf: exit $rc, expected 1"
+expect_line "$bad/auto-scope-always.conf:8: error: Enabled=always cannot be asked for one service (Scope=auto, line 5): a process can only opt out of THP; use Scope=service (always for its services, madvise for every other) or Scope=global" "$scratch/err"
+
+# Where the manager has no MemoryTHP=, the same policy is a machine-wide always: a warning.
+printf '[Policy]\nUnits=mongod.service\nScope=service\n[TransparentHugePages]\nEnabled=always\n' >"$scratch/always.conf"
+THPD_MEMORY_THP=no "$ctl" verify "$scratch/always.conf" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "always.conf without MemoryTHP=: exit $rc, expected 0"
+expect_line "$scratch/always.conf: warning: Scope=service with Enabled=always is a machine-wide always on this host, for every service: no blanket MemoryTHP=madvise for the others, as the service manager has no MemoryTHP= (systemd 260 and later)" "$scratch/err"
+
 # What the daemon would not trust: a warning for a file in a build tree, an error in a policy
 # directory (--policy-dir counts as one).
 mkdir -m 0755 "$scratch/build" "$scratch/policy.d"

@@ -172,6 +172,49 @@ class GeneratorTest(unittest.TestCase):
                          ['[Service]', 'MemoryTHP=madvise' if advised else 'MemoryTHP=disable'])
         self.assertEqual('no PR_THP_DISABLE_EXCEPT_ADVISED' in self.dropin('oracle.service'), not advised)
 
+    def test_always_for_one_service(self):
+        """Scope=service with always: a blanket service.d/ drop-in gives every service madvise, the
+        policy's own services are exempt by a drop-in that sorts after it, a never service keeps
+        its own; where the platform cannot, no blanket and a drop-in that says why."""
+        self.write(self.lib, 'mongod.service', '[Service]\nExecStart=/usr/bin/mongod\n')
+        self.write(self.lib, 'redis-server.service', '[Service]\nExecStart=/usr/bin/redis-server\n')
+        self.write(self.policies, 'mongodb.conf',
+                   policy('mongod.service mongodb.service', 'always', extra='Defrag=defer+madvise\n'))
+        self.write(self.policies, 'redis.conf', policy('redis-server.service', 'never', scope='auto'))
+        blanket = self.out / 'service.d' / '10-thpd-madvise.conf'
+
+        proc = self.run_generator(manager=self.fake_manager('new-systemd', memory_thp=True))
+        self.assertNotIn('machine-wide', proc.stderr)
+        if kernel_has_thp_except_advised():
+            self.assertEqual([line for line in blanket.read_text().splitlines() if not line.startswith('#')],
+                             ['[Service]', 'MemoryTHP=madvise'])
+            self.assertIn(str(self.policies / 'mongodb.conf'), blanket.read_text())
+            self.assertEqual(self.exec_lines('mongod.service'), ['[Service]', 'MemoryTHP=inherit'])
+            # Not installed yet: exempt all the same, for when it is.
+            self.assertEqual(self.exec_lines('mongodb.service'), ['[Service]', 'MemoryTHP=inherit'])
+            self.assertEqual(self.exec_lines('redis-server.service'), ['[Service]', 'MemoryTHP=disable'])
+            # systemd applies drop-ins of all directories by file name: the blanket first.
+            self.assertLess(blanket.name, DROPIN)
+        else:
+            self.assertFalse(blanket.exists())
+            self.assertIn('# No blanket: the kernel has no PR_THP_DISABLE_EXCEPT_ADVISED', self.dropin('mongod.service'))
+
+        # A manager without MemoryTHP=: no blanket, mongod's drop-in holds comments only.
+        subprocess.run(['rm', '-rf', str(self.out)], check=True)
+        self.run_generator()
+        self.assertFalse(blanket.exists())
+        self.assertEqual(self.exec_lines('mongod.service'), [])
+        self.assertIn('# No blanket: the service manager has no MemoryTHP= (systemd 260 and later)',
+                      self.dropin('mongod.service'))
+        self.assertIn(f'ExecStart={HELPER} --thp=never -- /usr/bin/redis-server', self.exec_lines('redis-server.service'))
+
+    def test_no_blanket_without_such_a_policy(self):
+        self.write(self.lib, 'a.service', '[Service]\nExecStart=/bin/a\n')
+        self.write(self.policies, 'a.conf', policy('a.service', 'madvise'))
+        self.write(self.policies, 'b.conf', policy('b.service', 'always', scope='global'))
+        self.run_generator(manager=self.fake_manager('new-systemd', memory_thp=True))
+        self.assertFalse((self.out / 'service.d').exists())
+
     def test_manager_that_cannot_tell(self):
         """A manager that fails, or is not there, gets the helper, which works with every one."""
         self.write(self.lib, 'a.service', '[Service]\nExecStart=/bin/a\n')

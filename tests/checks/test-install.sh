@@ -63,6 +63,7 @@ expected=(
         /usr/share/thpd/policy.d/redis.conf
         /usr/share/thpd/policy.d/valkey.conf
         /usr/share/thpd/policy-vendor/go.conf
+        /usr/share/thpd/policy-vendor/mongodb-8-alone.conf
         /usr/share/thpd/policy-vendor/mongodb-8.conf
         "$unitdir/thpd.service"
         "$unitdir/redis-server.service.d/thpd-await.conf"

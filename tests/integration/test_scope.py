@@ -98,6 +98,13 @@ class ScopeCase(test_api.ApiTestCase):
     def isolated(self):
         return test_api.busctl_property(self.stack, 'IsolatedServices')
 
+    def start(self, unit):
+        self.stack.run('systemctl', '--user', 'start', unit)
+        self.stack.units.add(unit)
+
+    def row(self, unit):
+        return next((row for row in self.isolated() if row[0] == unit), None)
+
     def wait_thp_off(self, unit):
         """Waits for the unit's main process to run with THP_enabled: 0. The unit is active as soon
         as it forked, and thpd-exec's prctl comes after: thpd counts such a process as starting,
@@ -199,13 +206,6 @@ class MixedHostTest(ScopeCase):
         self.daemon_reload()
         self.start_thpd('--procfs=/proc')
 
-    def start(self, unit):
-        self.stack.run('systemctl', '--user', 'start', unit)
-        self.stack.units.add(unit)
-
-    def row(self, unit):
-        return next((row for row in self.isolated() if row[0] == unit), None)
-
     def test_mongodb_8_next_to_redis(self):
         # The generator isolated Redis (this manager has no MemoryTHP=: through thpd-exec), not
         # MongoDB, whose policy is global.
@@ -265,6 +265,61 @@ class MixedHostTest(ScopeCase):
         # Gone again: MongoDB's always comes back.
         self.stop_unit(transient)
         self.wait_knobs(enabled='always', defrag='defer+madvise')
+
+
+class AlwaysAloneTest(ScopeCase):
+    """Issue 47: MongoDB 8's Scope=service always variant as mongodb.conf, next to Redis's
+    (Scope=auto: never). The stack's user manager (systemd 252) has no MemoryTHP=, so the
+    generator writes no blanket, mongod's drop-in says why, and the policy is a machine-wide
+    always; status and explain say which way. Stand-ins with the real unit names run sleep."""
+
+    def setUp(self):
+        super().setUp()
+        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
+        shipped = test_api.SOURCE_ROOT / 'policy'
+        self.write_policy('mongodb.conf', (shipped / 'vendor' / 'mongodb-8-alone.conf').read_text())
+        self.write_policy('redis.conf', (shipped / 'redis.conf').read_text())
+        for unit in (MONGOD, REDIS):
+            (self.unit_dir / unit).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
+            self.addCleanup((self.unit_dir / unit).unlink)
+        self.kernel.set_knob('defrag', 'madvise')
+        self.install_generator()
+        self.daemon_reload()
+        self.start_thpd('--procfs=/proc')
+
+    def test_falls_back_to_machine_wide_always(self):
+        generated = self.stack.runtime_dir / 'systemd' / 'generator'
+        self.assertFalse((generated / 'service.d').exists())
+        dropin = (generated / f'{MONGOD}.d' / 'zz-thpd-scope.conf').read_text()
+        self.assertIn('# No blanket: the service manager has no MemoryTHP= (systemd 260 and later)', dropin)
+        self.assertNotIn('[Service]', dropin)
+
+        self.start(MONGOD)
+        self.wait_knobs({'enabled': 'always', 'defrag': 'defer+madvise', 'khugepaged/max_ptes_none': '0'})
+        wait_until(lambda: (self.row(MONGOD) or [None] * 8)[3] == 'unverified',
+                   message=lambda: f'{MONGOD} read: {self.isolated()}')
+        row = self.row(MONGOD)
+        self.assertEqual(row[:4], [MONGOD, 'mongodb.conf', 'always', 'unverified'])
+        self.assertEqual(row[5:], ['service', 'machine-wide', True])
+        self.assertEqual(row[4], 'always machine-wide, for every service: no blanket, as the service manager has no '
+                                 'MemoryTHP= (systemd 260 and later)')
+        status = self.ctl('status').stdout
+        self.assertIn(f'Isolated: {MONGOD} THP always for its processes only where the platform allows it '
+                      '(mongodb.conf, Scope=service, via machine-wide): unverified', status)
+        validate(self.ctl_json('status'), 'status')
+        self.assertIn(MONGOD, self.ctl('explain', 'enabled').stdout)
+        validate(self.ctl_json('explain', 'enabled'), 'explain')
+
+        # Redis beside it is met per service, as next to a global always.
+        self.start(REDIS)
+        wait_until(lambda: (self.row(REDIS) or [None] * 8)[3] == 'isolated',
+                   message=lambda: f'{REDIS} isolated: {self.isolated()}')
+        self.assertIs(self.row(REDIS)[7], False)
+        self.assertEqual(self.kernel.read_knob('enabled'), 'always')
+
+        self.stack.run('systemctl', '--user', 'stop', MONGOD)
+        self.wait_knobs(enabled='never', defrag='never')
+        wait_until(lambda: self.row(MONGOD) is None, message=lambda: f'{MONGOD} gone: {self.isolated()}')
 
 
 if __name__ == '__main__':

@@ -1796,6 +1796,115 @@ class SystemTest(unittest.TestCase):
         c.run('systemctl', 'stop', 'mongod')
         self.wait_host(enabled='never', defrag='never')
 
+    # The same 256 MiB without madvise as the mongod stand-in, in a service no policy names.
+    PLAIN_SERVICE = (
+        '[Unit]\nDescription=a plain service that touches 256 MiB without madvise\n'
+        '[Service]\nExecStart=/usr/bin/perl -e \'my $$m = "x" x (256 << 20); '
+        'open(my $$f, ">", "/run/plain-service.ready") or die; close $$f; sleep 86400 while 1\'\n')
+    HUGE_NEAR = 128 << 10  # kB: half of the 256 MiB, what khugepaged and faults reach well within DEADLINE
+
+    def test_11_always_alone(self):
+        """Issue 47: the admin links mongodb-8-alone.conf (Scope=service, Enabled=always) as
+        mongodb.conf, beside Debian's redis-server under thpd's redis.conf (Scope=auto) and a plain
+        service; each touches 256 MiB without madvise (Redis told not to opt out itself). Where the
+        manager has MemoryTHP= (sid), thpd-generator's blanket gives every service madvise and
+        mongod is exempt: the host says always, mongod holds huge pages, the plain service and
+        Redis none. Elsewhere (Debian 13) no blanket: always machine-wide, the plain service holds
+        huge pages too, and status says why. When mongod stops the baseline returns."""
+        c = self.boot()
+        self.install_thpd(c)
+        memory_thp = self.manager_has_memory_thp(c)
+        c.write('/lib/systemd/system/mongod.service', self.MONGOD_STANDIN)
+        c.write('/etc/systemd/system/thpd-system-test-plain.service', self.PLAIN_SERVICE)
+        c.run('ln', '-s', '/usr/share/thpd/policy-vendor/mongodb-8-alone.conf', '/etc/thpd/policy.d/mongodb.conf')
+        self.assertEqual(self.ctl(c, 'verify').returncode, 0)
+        c.run('systemctl', 'daemon-reload')
+        c.run('systemctl', 'reload', 'thpd')
+        self.apt_install(c, 'redis-server')
+        c.sh('echo "disable-thp no" >> /etc/redis/redis.conf')
+        c.run('systemctl', 'restart', 'redis-server')
+        self.wait_state(c, 'redis-server.service', ('active', 'running'))
+        self.wait_host(enabled='never', defrag='never')
+
+        blanket = '/run/systemd/generator/service.d/10-thpd-madvise.conf'
+        has_blanket = c.run('test', '-e', blanket, check=False).returncode == 0
+        exemption = c.read('/run/systemd/generator/mongod.service.d/zz-thpd-scope.conf')
+        if memory_thp:
+            self.assertTrue(has_blanket, 'the blanket is written where the manager has MemoryTHP=')
+            self.assertIn('\n[Service]\nMemoryTHP=madvise\n', c.read(blanket))
+            self.assertIn('\n[Service]\nMemoryTHP=inherit\n', exemption)
+            self.assertEqual(c.unit_property('thpd-system-test-plain.service', 'MemoryTHP'), 'madvise')
+            self.assertEqual(c.unit_property('mongod.service', 'MemoryTHP'), 'inherit')
+            self.assertEqual(c.unit_property('redis-server.service', 'MemoryTHP'), 'disable')
+            dropins = c.unit_property('mongod.service', 'DropInPaths').split()
+            self.assertEqual([Path(d).name for d in dropins if 'thpd' in d], ['10-thpd-madvise.conf', 'zz-thpd-scope.conf'])
+            via, expect_plain_huge = 'MemoryTHP=inherit', False
+        else:
+            self.assertFalse(has_blanket, 'no blanket without MemoryTHP=')
+            self.assertIn('# No blanket: the service manager has no MemoryTHP= (systemd 260 and later)', exemption)
+            self.assertNotIn('[Service]', exemption)
+            via, expect_plain_huge = 'machine-wide', True
+
+        c.run('systemctl', 'start', 'mongod', 'thpd-system-test-plain')
+        self.wait_host(enabled='always', defrag='defer+madvise')
+        for ready in ('/run/mongod-standin.ready', '/run/plain-service.ready'):
+            wait_until(lambda: c.run('test', '-e', ready, check=False).returncode == 0, DEADLINE, f'{ready} to appear')
+        c.sh('perl -e \'my $v = "r" x (4 << 20); for my $i (1..64) { my $k = "big:$i"; '
+             'printf "*3\\r\\n\\$3\\r\\nSET\\r\\n\\$%d\\r\\n%s\\r\\n\\$%d\\r\\n%s\\r\\n", '
+             'length($k), $k, length($v), $v }\' | redis-cli --pipe >/dev/null')
+        pids = {unit: c.main_pid(unit) for unit in ('mongod.service', 'thpd-system-test-plain.service',
+                                                    'redis-server.service')}
+        def mongod_huge():
+            kib = self.anon_huge_kib(c, pids['mongod.service'])
+            return kib if kib >= self.HUGE_NEAR else None
+        mongod = wait_until(mongod_huge, DEADLINE,
+                            lambda: f'AnonHugePages >= {self.HUGE_NEAR} kB for mongod; it has '
+                                    f'{self.anon_huge_kib(c, pids["mongod.service"])} kB')
+        if expect_plain_huge:
+            wait_until(lambda: self.anon_huge_kib(c, pids['thpd-system-test-plain.service']) > 0, DEADLINE,
+                       'AnonHugePages > 0 for the plain service under a machine-wide always')
+        figures = {}
+        for unit, pid in pids.items():
+            rollup = c.read(f'/proc/{pid}/smaps_rollup')
+            rss = int(re.search(r'^Rss:\s+(\d+)', rollup, re.M).group(1))
+            figures[unit] = (self.anon_huge_kib(c, pid), rss)
+            self.assertGreater(rss, 256 << 10, f'{unit} holds its 256 MiB')
+        self.assertEqual(set(self.thp_enabled(c, 'redis-server.service').values()), {0})
+        self.assertEqual(figures['redis-server.service'][0], 0)
+        if not expect_plain_huge:
+            self.assertEqual(figures['thpd-system-test-plain.service'][0], 0,
+                             'the plain service runs at madvise under the blanket')
+        self.assertEqual(host(ENABLED), 'always')
+
+        wait_until(lambda: self.show(c).get('IsolatedServices.mongod.service.State') == 'unverified', DEADLINE,
+                   lambda: f'thpd to read mongod\'s drop-in: {self.show(c)}')
+        show = self.show(c)
+        self.assertEqual(show['IsolatedServices.mongod.service.Via'], via)
+        self.assertEqual(show['IsolatedServices.mongod.service.THP'], 'always')
+        self.assertEqual(show['Knobs.enabled.Policy'], 'mongodb.conf')
+        status = self.ctl(c, 'status').stdout
+        self.assertIn('Isolated: mongod.service THP always for its processes only', status)
+        self.assertIn(f'(mongodb.conf, Scope=service, via {via}): unverified', status)
+        if memory_thp:
+            self.assertIn('every other service gets MemoryTHP=madvise from thpd-generator\'s blanket', status)
+        else:
+            self.assertIn('no blanket, as the service manager has no MemoryTHP= (systemd 260 and later)', status)
+        self.assertIn('mongod.service', self.ctl(c, 'explain', 'enabled').stdout)
+        text = '\n'.join(f'{unit}: AnonHugePages {huge} kB of Rss {rss} kB' for unit, (huge, rss) in figures.items())
+        log(f'{SUITE}: always for mongod alone via {via}; host enabled {host(ENABLED)}\n{text}\n'
+            f'thpd-ctl status:\n{status}')
+        notes = os.environ.get('THPD_ALWAYS_NOTES')
+        if notes:
+            with open(notes, 'a') as f:
+                f.write(f'== {SUITE} (systemd as PID 1 in the container; kernel {os.uname().release}), '
+                        f'via {via}, mongod AnonHugePages reached {mongod} kB\n{text}\n\nthpd-ctl status:\n{status}\n')
+
+        # Redis stops, then mongod: the machine-wide values return to the baseline.
+        c.run('systemctl', 'stop', 'redis-server')
+        self.wait_host(enabled='always')
+        c.run('systemctl', 'stop', 'mongod')
+        self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
+
 
 # --- running ----------------------------------------------------------------------------------
 

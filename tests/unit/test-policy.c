@@ -730,13 +730,6 @@ START_TEST(test_service_scope_errors) {
         assert_diag(&d, DIAGNOSTIC_ERROR, 3, "invalid Scope=machine; accepted: global, service, auto");
         diagnostics_clear(&d);
 
-        diagnostics_init(&d);
-        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[TransparentHugePages]\nEnabled=always\n",
-                               &d, &p), -EINVAL);
-        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "can only opt out");
-        ck_assert_uint_eq(d.n_errors, 1);
-        diagnostics_clear(&d);
-
         /* Only a pool: nothing to isolate the service with. */
         diagnostics_init(&d);
         ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[HugeTLB]\nPages=4\n", &d, &p), -EINVAL);
@@ -752,6 +745,58 @@ START_TEST(test_service_scope_errors) {
         ck_assert_str_eq(policy_scope_to_string(POLICY_SCOPE_SERVICE), "service");
         ck_assert_int_eq(policy_scope_from_string("global"), POLICY_SCOPE_GLOBAL);
         ck_assert_int_eq(policy_scope_from_string(NULL), -EINVAL);
+}
+END_TEST
+
+/* Scope=service with Enabled=always: always for its services alone. It votes machine-wide like a
+ * global policy, its other keys too, since the machine must say always while it runs. */
+START_TEST(test_service_scope_always) {
+        static const char text[] =
+                "[Policy]\n"                             /* 1 */
+                "Units=mongod.service\n"                 /* 2 */
+                "Scope=service\n"                        /* 3 */
+                "[TransparentHugePages]\n"               /* 4 */
+                "Enabled=always\n"                       /* 5 */
+                "Defrag=defer+madvise\n"                 /* 6 */
+                "[Khugepaged]\n"                         /* 7 */
+                "MaxPtesNone=0\n";                       /* 8 */
+        g_autoptr(Policy) p = NULL;
+        Diagnostics d;
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse_strict(text, &d, &p), 0);
+        ck_assert_uint_eq(d.n_errors + d.n_warnings, 0);
+        ck_assert_int_eq(p->scope, POLICY_SCOPE_SERVICE);
+        ck_assert(policy_inverts(p));
+        ck_assert(!policy_isolates(p));
+        ck_assert_int_eq(p->service_thp, word(KNOB_ENABLED, "always"));
+        ck_assert_int_eq(p->knobs[KNOB_ENABLED], word(KNOB_ENABLED, "always"));
+        ck_assert_int_eq(p->knobs[KNOB_DEFRAG], word(KNOB_DEFRAG, "defer+madvise"));
+        ck_assert_int_eq(p->knobs[KNOB_KHUGEPAGED_MAX_PTES_NONE], 0);
+        ck_assert(!(p->unset_knobs & (UINT64_C(1) << KNOB_ENABLED)));
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        /* Neither of the other scopes inverts. */
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[TransparentHugePages]\nEnabled=madvise\n",
+                               &d, &p), 0);
+        ck_assert(!policy_inverts(p));
+        ck_assert(policy_isolates(p));
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\n[TransparentHugePages]\nEnabled=always\n", &d, &p), 0);
+        ck_assert(!policy_inverts(p));
+        ck_assert(!policy_isolates(p));
+        diagnostics_clear(&d);
+        g_clear_pointer(&p, policy_free);
+
+        diagnostics_init(&d);
+        ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=service\n[HugeTLB]\nPages=4\n", &d, &p), -EINVAL);
+        assert_diag(&d, DIAGNOSTIC_ERROR, 3, "Enabled=never or madvise (or always)");
+        diagnostics_clear(&d);
 }
 END_TEST
 
@@ -784,6 +829,7 @@ START_TEST(test_auto_scope) {
         ck_assert_int_eq(parse("[Policy]\nUnits=a.service\nScope=auto\n[TransparentHugePages]\nEnabled=always\n",
                                &d, &p), -EINVAL);
         assert_diag(&d, DIAGNOSTIC_ERROR, 5, "(Scope=auto, line 3): a process can only opt out");
+        assert_diag(&d, DIAGNOSTIC_ERROR, 5, "use Scope=service (always for its services, madvise for every other)");
         diagnostics_clear(&d);
 
         diagnostics_init(&d);
@@ -1133,6 +1179,7 @@ int main(void) {
         tcase_add_test(tc, test_service_scope);
         tcase_add_test(tc, test_service_scope_machine_wide_keys);
         tcase_add_test(tc, test_service_scope_errors);
+        tcase_add_test(tc, test_service_scope_always);
         tcase_add_test(tc, test_auto_scope);
         tcase_add_test(tc, test_no_setting);
         tcase_add_test(tc, test_size_and_pages);

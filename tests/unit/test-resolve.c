@@ -915,6 +915,51 @@ START_TEST(test_max_ptes_none_absent_size_and_baseline) {
 }
 END_TEST
 
+/* Scope=service with Enabled=always (as the parser builds it: its votes kept) votes whatever
+ * happens, as a global policy: Redis (auto, never) beside it is met per service, and a global
+ * never (PostgreSQL) still wins. */
+START_TEST(test_service_always_votes_like_global) {
+        g_autoptr(Policy) mongo = make_policy("mongodb.conf");
+        g_autoptr(Policy) redis = make_auto("redis.conf", "never");
+        g_autoptr(Policy) pg = make_policy("postgresql.conf");
+        Target t;
+
+        mongo->scope = POLICY_SCOPE_SERVICE;
+        set(mongo->knobs, KNOB_ENABLED, "always");
+        set(mongo->knobs, KNOB_DEFRAG, "defer+madvise");
+        mongo->service_thp = mongo->knobs[KNOB_ENABLED];
+        ck_assert(policy_inverts(mongo));
+        set(redis->knobs, KNOB_DEFRAG, "never");
+        set(pg->knobs, KNOB_ENABLED, "never");
+
+        ActivePolicy alone[] = { { .policy = mongo, .unit = "mongod.service" } };
+        resolve_with(alone, ELEMENTSOF(alone), &t);
+        assert_value(&t, KNOB_ENABLED, "always");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, mongo);
+        assert_value(&t, KNOB_DEFRAG, "defer+madvise");
+        ck_assert(!alone[0].per_service);
+
+        ActivePolicy with_redis[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+        resolve_with(with_redis, ELEMENTSOF(with_redis), &t);
+        assert_value(&t, KNOB_ENABLED, "always");
+        assert_value(&t, KNOB_DEFRAG, "defer+madvise");
+        ck_assert(with_redis[1].per_service);
+
+        ActivePolicy with_pg[] = {
+                { .policy = mongo, .unit = "mongod.service" },
+                { .policy = pg, .unit = "postgresql@17-main.service" },
+                { .policy = redis, .unit = "redis-server.service" },
+        };
+        resolve_with(with_pg, ELEMENTSOF(with_pg), &t);
+        assert_value(&t, KNOB_ENABLED, "never");
+        ck_assert_ptr_eq(t.source[KNOB_ENABLED].policy, pg);
+        ck_assert(!with_pg[2].per_service);
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("resolve", "core", setup_baseline, NULL,
                                          test_no_policy_gives_baseline,
@@ -930,6 +975,7 @@ int main(void) {
                                          test_pool_sum_saturates,
                                          test_too_many_pools_is_reported,
                                          test_auto_met_per_service_next_to_a_looser_policy,
+                                         test_service_always_votes_like_global,
                                          test_auto_votes_machine_wide_when_nobody_wants_more,
                                          test_two_auto_policies,
                                          test_auto_with_an_unisolated_unit_votes,

@@ -112,6 +112,81 @@ START_TEST(test_helper_path) {
 }
 END_TEST
 
+static const char mongo_always[] = "[Policy]\nUnits=mongod.service\nScope=service\n"
+                                   "[TransparentHugePages]\nEnabled=always\n";
+
+/* Always for one service: the blanket gives every service madvise, the policy's own services
+ * are exempt by a drop-in that systemd applies after it. */
+START_TEST(test_always_blanket_and_exemption) {
+        g_autoptr(Policy) mongo = parse_policy(mongo_always);
+        g_autofree char *blanket = NULL, *exempt = NULL, *value = NULL;
+        const Policy *policies[] = { mongo };
+        ScopeDropinRequest req = {
+                .policy = mongo, .unit = "mongod.service", .via = SCOPE_VIA_MEMORY_THP, .kernel_except_advised = true,
+        };
+
+        ck_assert_ptr_null(scope_blanket_unavailable(SCOPE_VIA_MEMORY_THP, true));
+        blanket = scope_blanket_text(policies, 1);
+        ck_assert_str_eq(blanket,
+                         "# Written by thpd-generator: THP always is for the services of\n"
+                         "#   /usr/lib/thpd/policy.d/redis.conf (Scope=service, Enabled=always)\n"
+                         "# alone. Every other service gets madvise at its start: THP only where its program asks.\n"
+                         "# A drop-in of the service's own that sorts after this file wins: those services'\n"
+                         "# zz-thpd-scope.conf (MemoryTHP=inherit), and that of a service that asks for never.\n"
+                         "[Service]\n"
+                         "MemoryTHP=madvise\n");
+        /* No ExecStart= is needed: the unit need not even be installed yet. */
+        ck_assert_int_eq(scope_dropin_text(&req, &exempt, NULL), 0);
+        ck_assert_str_eq(exempt,
+                         "# Written by thpd-generator for /usr/lib/thpd/policy.d/redis.conf\n"
+                         "# (Scope=service, Enabled=always): mongod.service keeps the machine-wide always,\n"
+                         "# exempt from the blanket MemoryTHP=madvise (service.d/10-thpd-madvise.conf)\n"
+                         "# that every other service gets.\n"
+                         "[Service]\n"
+                         "MemoryTHP=inherit\n");
+        ck_assert_int_eq(scope_dropin_parse(exempt, &value), SCOPE_VIA_MEMORY_THP);
+        ck_assert_str_eq(value, "inherit");
+        ck_assert_int_eq(scope_dropin_parse(blanket, NULL), SCOPE_VIA_MEMORY_THP);
+
+        /* systemd applies the drop-ins of all directories in file name order: the exemption (and
+         * a never service's isolation, same name) last, an admin's usual names after the blanket. */
+        ck_assert_int_lt(strcmp(SCOPE_BLANKET_NAME, SCOPE_DROPIN_NAME), 0);
+        ck_assert_int_lt(strcmp(SCOPE_BLANKET_NAME, "override.conf"), 0);
+        ck_assert_int_lt(strcmp(SCOPE_BLANKET_NAME, "50-memory.conf"), 0);
+}
+END_TEST
+
+/* Without the manager's MemoryTHP= or the kernel's flag, no blanket: the service's drop-in holds
+ * comments only, and says why always is machine-wide. */
+START_TEST(test_always_fallback) {
+        g_autoptr(Policy) mongo = parse_policy(mongo_always);
+        g_autofree char *no_manager = NULL, *no_kernel = NULL, *value = NULL, *value2 = NULL;
+        ScopeDropinRequest req = { .policy = mongo, .unit = "mongod.service", .via = SCOPE_VIA_HELPER,
+                                   .kernel_except_advised = true };
+
+        ck_assert_str_eq(scope_blanket_unavailable(SCOPE_VIA_HELPER, true),
+                         "the service manager has no MemoryTHP= (systemd 260 and later)");
+        ck_assert_str_eq(scope_blanket_unavailable(SCOPE_VIA_MEMORY_THP, false),
+                         "the kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18 and later)");
+        ck_assert_int_eq(scope_dropin_text(&req, &no_manager, NULL), 0);
+        ck_assert_str_eq(no_manager,
+                         "# Written by thpd-generator for /usr/lib/thpd/policy.d/redis.conf\n"
+                         "# (Scope=service, Enabled=always): THP is always machine-wide while mongod.service runs,\n"
+                         "# for every service: no blanket MemoryTHP=madvise was written for the others.\n"
+                         "# No blanket: the service manager has no MemoryTHP= (systemd 260 and later)\n");
+        ck_assert_ptr_null(strstr(no_manager, "[Service]"));
+        ck_assert_int_eq(scope_dropin_parse(no_manager, &value), SCOPE_VIA_MACHINE_WIDE);
+        ck_assert_str_eq(value, "the service manager has no MemoryTHP= (systemd 260 and later)");
+
+        req.via = SCOPE_VIA_MEMORY_THP;
+        req.kernel_except_advised = false;
+        ck_assert_int_eq(scope_dropin_text(&req, &no_kernel, NULL), 0);
+        ck_assert_int_eq(scope_dropin_parse(no_kernel, &value2), SCOPE_VIA_MACHINE_WIDE);
+        ck_assert_str_eq(value2, "the kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18 and later)");
+        ck_assert_str_eq(scope_via_to_string(SCOPE_VIA_MACHINE_WIDE), "machine-wide");
+}
+END_TEST
+
 START_TEST(test_parse_foreign_text) {
         ck_assert_int_eq(scope_dropin_parse("[Service]\nExecStart=/bin/true\n", NULL), SCOPE_VIA_NONE);
         ck_assert_int_eq(scope_dropin_parse("", NULL), SCOPE_VIA_NONE);
@@ -126,5 +201,7 @@ int main(void) {
                                          test_memory_thp_path,
                                          test_memory_thp_madvise_and_its_fallback,
                                          test_helper_path,
+                                         test_always_blanket_and_exemption,
+                                         test_always_fallback,
                                          test_parse_foreign_text));
 }
