@@ -17,11 +17,12 @@
 # run ends with a table of the layers and an "N passed, N failed" line. docs/testing.md says what
 # each layer covers.
 #
-# The full tier runs in two lanes after the checks: the layers that write this machine's real
-# /sys (real-kernel, the system layers, the DaemonSet) one after the other, each holding
-# /run/lock/thpd-real-sysfs.lock, and beside them the layers that only use scratch trees, whose
-# output goes to build-test/lane-scratch.log, printed when that lane ends. The packages and
-# rootfs trees are made in the background meanwhile.
+# The full tier runs the real-kernel suite (and the one integration test reading the real knob)
+# alone after the checks, then two lanes: the layers that write this machine's real /sys (the
+# system layers, the DaemonSet) one after the other, and beside them the layers that only use
+# scratch trees, whose output goes to build-test/lane-scratch.log, printed when that lane ends.
+# Each layer that touches the real /sys holds /run/lock/thpd-real-sysfs.lock. The package and
+# the rootfs trees are made in the background meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +31,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -132,7 +133,8 @@ build() {
 
 # --- the full tier's background jobs ------------------------------------------------------------
 # The package and the trees the system and DaemonSet layers use need the network and the CPU, not
-# the knobs: they are made in two chains in the background from the start of the lanes, and each
+# the knobs: they are made in two chains in the background from the start of the lanes (not
+# sooner: the real-kernel suite runs alone before), and each
 # layer waits for its own job (a tree's maker removes a partial tree it finds, so the layer must
 # never start one while the background one runs). A job that failed is printed and the layer
 # tries again itself, as it would have without the background.
@@ -404,6 +406,14 @@ if [ "$status" -eq 0 ]; then
 fi
 
 if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
+        # Alone, before the lanes and the background jobs: integration-usage reads the real knob
+        # and needs the kernel to give its helper huge pages; the real-kernel tests write this
+        # machine's /sys and fragment its memory. (Beside the lanes and the background jobs, on
+        # a machine other runs loaded too, the storm test's fragmenter missed its 180 s.)
+        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
+                --suite real-thp --num-processes 1 || status=1
+        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
+
         no_rebuild=(--no-rebuild)
         lanes_started=$SECONDS
         start_background
@@ -416,12 +426,8 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         scratch_pid=$!
         background+=("$scratch_pid")
 
+        # One at a time: these write this machine's /sys and bind Redis's host port.
         lane=real-sysfs
-        # Alone with the other real-sysfs layers: these write this machine's /sys and fragment its
-        # memory, or read the real knob.
-        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
-                --suite real-thp --num-processes 1 || status=1
-        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
         real_sysfs layer "system (booted containers, Debian 13)" system_layer || status=1
         real_sysfs layer "system (sid: MemoryTHP=, Cockpit 370)" system_sid_layer || status=1
         real_sysfs layer "system (Debian 12: Cockpit 287)" system_bookworm_layer || status=1
