@@ -422,7 +422,13 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         echo "== the scratch lane runs beside the real-sysfs lane; its log, printed when it ends: $scratch_log"
         # Its own process: its layers' variables (lane, ASAN_OPTIONS) stay its own. The lock's
         # descriptor is not open yet.
-        ( scratch_lane ) >"$scratch_log" 2>&1 </dev/null &
+        # It notes when it ended: the wait below ends only with the real-sysfs lane.
+        (
+                st=0
+                scratch_lane || st=$?
+                echo $((SECONDS - lanes_started)) >"$results/scratch-seconds"
+                exit "$st"
+        ) >"$scratch_log" 2>&1 </dev/null &
         scratch_pid=$!
         background+=("$scratch_pid")
 
@@ -438,7 +444,7 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         echo "== the real-sysfs lane ended after $real_seconds s; waiting for the scratch lane"
         scratch_status=0
         wait "$scratch_pid" || scratch_status=$?
-        scratch_seconds=$((SECONDS - lanes_started))
+        scratch_seconds=$(cat "$results/scratch-seconds" 2>/dev/null || echo "?")
         echo "== the scratch lane ($scratch_log), $scratch_seconds s, exit status $scratch_status:"
         cat "$scratch_log"
         [ "$scratch_status" -eq 0 ] || status=1
@@ -446,7 +452,7 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         for pid in "${background[@]}"; do
                 wait "$pid" 2>/dev/null || true
         done
-        printf 'lanes: real-sysfs %d s, scratch %d s, side by side from %d s into the run\n' \
+        printf 'lanes: real-sysfs %s s, scratch %s s, side by side from %s s into the run\n' \
                 "$real_seconds" "$scratch_seconds" "$lanes_started" >"$results/lanes"
 
         lane=after
