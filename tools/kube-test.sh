@@ -35,7 +35,8 @@ done
 if [ ${#missing[@]} -ne 0 ]; then
         echo "Installing: ${missing[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get update -q
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+        # The lock timeout: tools/test.sh --full runs this beside tools/system-test.sh --rootfs.
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"
 fi
 
 mkdir -p "$work"

@@ -10,6 +10,11 @@
 # refresh); the package is built in a temporary directory, so the working tree is left as it is.
 #
 #     tools/system-test.sh [-v] [SystemTest.test_2_redis ...]
+#     tools/system-test.sh --rootfs    only makes the suite's rootfs: no knob is touched
+#     tools/system-test.sh --package   only builds the package into THPD_KEEP_DEBS
+#
+# tools/test.sh --full runs the last two in the background while other layers run, so that no
+# system layer waits on mmdebstrap or dpkg-buildpackage.
 #
 # THPD_SYSTEM_SUITE=SUITE picks the containers' Debian suite: trixie (Debian 13, the default),
 # bookworm (Debian 12) or sid.
@@ -38,13 +43,22 @@ done
 if [ ${#missing[@]} -ne 0 ]; then
         echo "Installing: ${missing[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get update -q
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+        # The lock timeout: tools/test.sh --full runs this script twice at once (--rootfs, --package).
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"
 fi
 # dpkg-buildpackage checks debian/control's Build-Depends itself and names what is missing.
 
 mkdir -p "$work"
 # Like meson's build directories: git ignores it without an entry in the tree's .gitignore.
 [ -e "$work/.gitignore" ] || echo '*' > "$work/.gitignore"
+if [ "${1:-}" = --rootfs ]; then
+        exec /usr/bin/python3 -B -c 'import sys; sys.path.insert(0, "tests/system"); import container
+container.ensure_rootfs(sys.argv[1])' "$work"
+fi
+if [ "${1:-}" = --package ] && [ -z "${THPD_KEEP_DEBS:-}" ]; then
+        echo "--package needs THPD_KEEP_DEBS (where to keep the package)" >&2
+        exit 2
+fi
 if [ -n "${THPD_DEB:-}" ]; then
         THPD_SYSTEM_DIR=$work exec /usr/bin/python3 -B tests/system/test_system.py "$@"
 fi
@@ -66,5 +80,6 @@ if [ -n "${THPD_KEEP_DEBS:-}" ]; then
         mkdir -p "$THPD_KEEP_DEBS"
         cp "$tmp"/*.deb "$THPD_KEEP_DEBS"/
 fi
+[ "${1:-}" != --package ] || exit 0
 
 THPD_DEB=$deb THPD_SYSTEM_DIR=$work /usr/bin/python3 -B tests/system/test_system.py "$@"

@@ -182,10 +182,11 @@ def ensure_rootfs(cache_dir):
                '--customize-hook=' + download, SUITE, str(partial)]
     log('making the rootfs: ' + ' '.join(command))
     start = time.monotonic()
-    with open(cache_dir / 'mmdebstrap.log', 'w') as output:
+    # One log per suite: tools/test.sh --full makes the suites' trees while other layers run.
+    with open(cache_dir / f'mmdebstrap-{SUITE}.log', 'w') as output:
         proc = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f'mmdebstrap failed ({proc.returncode}); see {cache_dir / "mmdebstrap.log"}')
+        raise RuntimeError(f'mmdebstrap failed ({proc.returncode}); see {cache_dir / f"mmdebstrap-{SUITE}.log"}')
     (partial / stamp.name).write_text(f'{" ".join(command)}\n')
     partial.rename(rootfs)
     log(f'rootfs ready in {time.monotonic() - start:.1f} s: {rootfs}')
