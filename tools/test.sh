@@ -397,6 +397,12 @@ tools/deps.sh
 
 status=0
 layer "build (-Werror)" build build-test -Dwerror=true || status=$?
+# The trees and the package come from the network and dpkg, not from the knobs: made from here
+# on, they are ready when the lanes start (made at the lanes' start, the Debian 13 layer waited
+# two minutes for them). The real-kernel suite runs beside their last minute or so.
+if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
+        start_background
+fi
 if [ "$status" -eq 0 ]; then
         layer "unit" meson_layer build-test unit --suite unit --num-processes "$(nproc)" || status=1
         layer "checks" meson_layer build-test checks --suite checks --num-processes "$(nproc)" || status=1
@@ -406,17 +412,16 @@ if [ "$status" -eq 0 ]; then
 fi
 
 if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
-        # Alone, before the lanes and the background jobs: integration-usage reads the real knob
-        # and needs the kernel to give its helper huge pages; the real-kernel tests write this
-        # machine's /sys and fragment its memory. (Beside the lanes and the background jobs, on
-        # a machine other runs loaded too, the storm test's fragmenter missed its 180 s.)
+        # Before the lanes: integration-usage reads the real knob and needs the kernel to give
+        # its helper huge pages; the real-kernel tests write this machine's /sys and fragment its
+        # memory. (Beside the lanes, on a machine other runs loaded too, the storm test's
+        # fragmenter missed its 180 s.)
         real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
                 --suite real-thp --num-processes 1 || status=1
         real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
 
         no_rebuild=(--no-rebuild)
         lanes_started=$SECONDS
-        start_background
         scratch_log=build-test/lane-scratch.log
         echo
         echo "== the scratch lane runs beside the real-sysfs lane; its log, printed when it ends: $scratch_log"
