@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+
 #include "scope-dropin.h"
 #include "util.h"
 
@@ -10,6 +12,14 @@ static const char *const scope_via_table[_SCOPE_VIA_MAX] = {
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(scope_via, ScopeVia);
+
+static const char *const blanket_class_table[_BLANKET_CLASS_MAX] = {
+        [BLANKET_UNDER] = "under",
+        [BLANKET_BEFORE] = "before",
+        [BLANKET_EXEMPT] = "exempt",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(blanket_class, BlanketClass);
 
 static const char *memory_thp_value(const ScopeDropinRequest *req, const char *mode) {
         if (streq(mode, "never"))
@@ -142,4 +152,32 @@ ScopeVia scope_dropin_parse(const char *text, char **ret_value) {
                         helper = true;
         }
         return helper ? SCOPE_VIA_HELPER : SCOPE_VIA_NONE;
+}
+
+BlanketClass scope_blanket_classify(const BlanketFacts *f, uint64_t since_usec) {
+        assert(f);
+        assert(since_usec > 0);
+
+        if (!f->has_blanket || f->overridden)
+                return BLANKET_EXEMPT;
+        /* MemoryTHP= is applied when the main process is executed: one that ran before the
+         * daemon-reload that loaded the blanket runs on with the machine's value. */
+        if (f->started_usec == 0 || f->started_usec < since_usec)
+                return BLANKET_BEFORE;
+        return BLANKET_UNDER;
+}
+
+bool scope_dropin_is_blanket(const char *path) {
+        static const char suffix[] = "/" SCOPE_BLANKET_DIR "/" SCOPE_BLANKET_NAME;
+
+        return path && g_str_has_suffix(path, suffix);
+}
+
+bool scope_dropin_sets_memory_thp(const char *text) {
+        g_auto(GStrv) lines = g_strsplit(text ?: "", "\n", -1);
+
+        for (char **l = lines; *l; l++)
+                if (g_str_has_prefix(g_strchug(*l), "MemoryTHP="))
+                        return true;
+        return false;
 }

@@ -64,3 +64,34 @@ int scope_dropin_text(const ScopeDropinRequest *req, char **ret, const char **re
  * SCOPE_VIA_HELPER, SCOPE_VIA_MACHINE_WIDE with *ret_value set to why there is no blanket, or
  * SCOPE_VIA_NONE for a file that does none of these. */
 ScopeVia scope_dropin_parse(const char *text, char **ret_value);
+
+/* Where a running service stands with the blanket, as the service manager loaded its drop-ins
+ * and started it (scope_blanket_classify()). */
+typedef enum BlanketClass {
+        BLANKET_UNDER,  /* started after the blanket took effect: its processes run at madvise */
+        BLANKET_BEFORE, /* started before: it keeps the machine's value until it restarts */
+        BLANKET_EXEMPT, /* the blanket does not apply: a drop-in that sorts after it sets MemoryTHP=
+                         * (a policy's own unit, a service that asks for never), or the blanket is
+                         * not among its drop-ins */
+        _BLANKET_CLASS_MAX,
+        _BLANKET_CLASS_INVALID = -EINVAL,
+} BlanketClass;
+
+const char *blanket_class_to_string(BlanketClass c);
+
+/* What the service manager says of one running service. */
+typedef struct BlanketFacts {
+        bool has_blanket;      /* the blanket is among its DropInPaths */
+        bool overridden;       /* a drop-in after the blanket sets MemoryTHP= */
+        uint64_t started_usec; /* CLOCK_REALTIME, when its main process started; 0: not said */
+} BlanketFacts;
+
+/* since_usec: when the blanket took effect (CLOCK_REALTIME, not 0). A service whose start the
+ * manager does not tell may predate the blanket, so it counts as started before it. */
+BlanketClass scope_blanket_classify(const BlanketFacts *f, uint64_t since_usec);
+
+/* Whether path, one of a unit's DropInPaths, is the blanket: SCOPE_BLANKET_NAME in a top-level
+ * SCOPE_BLANKET_DIR. */
+bool scope_dropin_is_blanket(const char *path);
+/* Whether a drop-in's text assigns MemoryTHP=, which wins over the blanket's when it sorts after. */
+bool scope_dropin_sets_memory_thp(const char *text);

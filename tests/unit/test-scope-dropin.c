@@ -196,6 +196,47 @@ START_TEST(test_parse_foreign_text) {
 }
 END_TEST
 
+/* Where a running service stands with the blanket: it took effect at second 1000. */
+START_TEST(test_blanket_classify) {
+        const uint64_t since = 1000 * USEC_PER_SEC;
+        BlanketFacts f = { .has_blanket = true, .started_usec = since + 1 };
+
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_UNDER);
+        f.started_usec = since;
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_UNDER);
+        /* Started before the daemon-reload that loaded it: the machine's value until a restart. */
+        f.started_usec = since - 1;
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_BEFORE);
+        /* A start the manager does not tell may predate it. */
+        f.started_usec = 0;
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_BEFORE);
+        /* A later drop-in sets MemoryTHP= (the policy's own unit, a never): whenever it started. */
+        f.overridden = true;
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_EXEMPT);
+        f = (BlanketFacts) { .has_blanket = false, .started_usec = since + 1 };
+        ck_assert_int_eq(scope_blanket_classify(&f, since), BLANKET_EXEMPT);
+
+        ck_assert_str_eq(blanket_class_to_string(BLANKET_BEFORE), "before");
+        ck_assert_ptr_null(blanket_class_to_string(_BLANKET_CLASS_MAX));
+}
+END_TEST
+
+START_TEST(test_blanket_dropins) {
+        ck_assert(scope_dropin_is_blanket("/run/systemd/generator/service.d/10-thpd-madvise.conf"));
+        ck_assert(scope_dropin_is_blanket("/run/user/0/systemd/generator/service.d/10-thpd-madvise.conf"));
+        /* The same name in a unit's own directory is not the top-level blanket. */
+        ck_assert(!scope_dropin_is_blanket("/etc/systemd/system/cron.service.d/10-thpd-madvise.conf"));
+        ck_assert(!scope_dropin_is_blanket("/run/systemd/generator/mongod.service.d/zz-thpd-scope.conf"));
+        ck_assert(!scope_dropin_is_blanket(NULL));
+
+        ck_assert(scope_dropin_sets_memory_thp("# Written by thpd-generator\n[Service]\nMemoryTHP=inherit\n"));
+        ck_assert(scope_dropin_sets_memory_thp("[Service]\n  MemoryTHP=disable"));
+        ck_assert(!scope_dropin_sets_memory_thp("[Service]\n# MemoryTHP=disable\nLimitNOFILE=65536\n"));
+        ck_assert(!scope_dropin_sets_memory_thp(""));
+        ck_assert(!scope_dropin_sets_memory_thp(NULL));
+}
+END_TEST
+
 int main(void) {
         return test_run_suite(TEST_SUITE("scope-dropin", "core", NULL, NULL,
                                          test_memory_thp_path,
@@ -203,5 +244,7 @@ int main(void) {
                                          test_helper_path,
                                          test_always_blanket_and_exemption,
                                          test_always_fallback,
-                                         test_parse_foreign_text));
+                                         test_parse_foreign_text,
+                                         test_blanket_classify,
+                                         test_blanket_dropins));
 }
