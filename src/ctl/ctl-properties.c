@@ -7,9 +7,9 @@
 #include "util.h"
 
 const char *const ctl_property_names[] = {
-        "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "Override",
-        "OverrideExpiresAt", "StormState", "StormAction", "Storms", "SizeStats", "PolicyDiagnostics", "DriftConflicts", "RecentDrift",
-        "Ownership", "KnobNotes", NULL,
+        "Version", "Status", "Knobs", "ActivePolicies", "HugeTLBPools", "NeedsRestart", "IsolatedServices", "BlanketSince",
+        "BlanketServices", "Override", "OverrideExpiresAt", "StormState", "StormAction", "Storms", "SizeStats",
+        "PolicyDiagnostics", "DriftConflicts", "RecentDrift", "Ownership", "KnobNotes", NULL,
 };
 
 /* How one field of a row the bus sends is read, freed and shown: the rows of a list property are
@@ -137,6 +137,13 @@ static const Field needs_restart_row_fields[] = {
         FIELD("Policy", "policy", FIELD_STRING, CtlPair, value),
 };
 ROW_TYPE(needs_restart_row, CtlPair, "(ss)")
+
+/* BlanketServices: unit and where it stands with the blanket. */
+static const Field blanket_row_fields[] = {
+        FIELD("Unit", "unit", FIELD_STRING, CtlPair, key),
+        FIELD("State", "state", FIELD_STRING, CtlPair, value),
+};
+ROW_TYPE(blanket_row, CtlPair, "(ss)")
 
 /* Override: knob and value, a dictionary: one object in JSON, "KNOB=VALUE ..." in show. */
 static const Field override_row_fields[] = {
@@ -266,6 +273,8 @@ static const Field property_fields[] = {
         ROWS("HugeTLBPools", "hugetlb_pools", CtlProperties, pools, &pool_row),
         ROWS("NeedsRestart", "needs_restart", CtlProperties, needs_restart, &needs_restart_row),
         ROWS("IsolatedServices", "isolated_services", CtlProperties, isolated, &isolation_row),
+        FIELD("BlanketSince", "blanket_since", FIELD_TIME, CtlProperties, blanket_since),
+        ROWS("BlanketServices", "blanket_services", CtlProperties, blanket, &blanket_row),
         ROWS("Override", "override", CtlProperties, override, &override_row),
         FIELD("OverrideExpiresAt", "override_expires_at", FIELD_TIME, CtlProperties, override_expires_at),
         FIELD("StormState", "storm_state", FIELD_STRING, CtlProperties, storm_state),

@@ -110,6 +110,8 @@ typedef struct CtlProperties {
         GArray *pools;           /* CtlPool */
         GArray *needs_restart;   /* CtlPair: unit, policy */
         GArray *isolated;        /* CtlIsolation */
+        uint64_t blanket_since;  /* CLOCK_REALTIME µs; 0: no blanket */
+        GArray *blanket;         /* CtlPair: unit, "under" | "before" | "exempt" */
         GArray *override;        /* CtlPair: knob, value */
         uint64_t override_expires_at;
         GArray *storms;          /* CtlStorm */

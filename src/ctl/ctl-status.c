@@ -491,6 +491,60 @@ static void print_isolated(CtlOutput *out, const CtlProperties *p) {
         ctl_table_print_block(t, out, label, continuation);
 }
 
+/* The blanket MemoryTHP=madvise of a Scope=service policy with Enabled=always: since when, and
+ * how many running services it reaches. Where there is none but such a policy runs, say so: then
+ * every service has the machine's always and nothing is counted. */
+static void print_blanket(CtlOutput *out, const CtlProperties *p) {
+        g_autoptr(GString) line = g_string_new(NULL);
+        g_autoptr(GPtrArray) before = g_ptr_array_new();
+        g_autofree char *since = NULL;
+        unsigned under = 0, exempt = 0;
+
+        if (p->blanket_since == 0) {
+                for (guint i = 0; i < p->isolated->len; i++) {
+                        const CtlIsolation *iso = &g_array_index(p->isolated, CtlIsolation, i);
+                        const char *why = strstr(iso->note, "no blanket, as ");
+
+                        if (!streq(iso->via, "machine-wide"))
+                                continue;
+                        print_label(out, "Blanket:");
+                        ctl_printf(out, "none, so every service runs at the machine's enabled; no service counted (%s)\n",
+                                   why ? why + strlen("no blanket, as ") : iso->note);
+                        return;
+                }
+                return;
+        }
+        for (guint i = 0; i < p->blanket->len; i++) {
+                const CtlPair *row = &g_array_index(p->blanket, CtlPair, i);
+
+                if (streq(row->value, "under"))
+                        under++;
+                else if (streq(row->value, "before"))
+                        g_ptr_array_add(before, row->key);
+                else
+                        exempt++;
+        }
+        since = ctl_format_timestamp(p->blanket_since);
+        g_string_append_printf(line, "since %s: %u services at madvise under it; ", since, under);
+        if (before->len == 0)
+                g_string_append(line, "none started before it");
+        else {
+                guint shown = list_limit(before->len);
+
+                g_string_append_printf(line, "%s%u started before it (restart to apply):", ctl_color(CTL_COLOR_YELLOW),
+                                       before->len);
+                for (guint i = 0; i < shown; i++)
+                        g_string_append_printf(line, "%s %s", i > 0 ? "," : "", (const char *) g_ptr_array_index(before, i));
+                if (shown < before->len)
+                        g_string_append_printf(line, " %s and %u more (--full lists them all)", ctl_glyph(CTL_GLYPH_ELLIPSIS),
+                                               before->len - shown);
+                g_string_append(line, ctl_color(CTL_COLOR_NORMAL));
+        }
+        g_string_append_printf(line, "; %u exempt\n", exempt);
+        print_label(out, "Blanket:");
+        ctl_printf(out, "%s", line->str);
+}
+
 /* Writers thpd stopped fighting, then the last knobs found changed behind its back. */
 static void print_drift(CtlOutput *out, const CtlProperties *p) {
         g_autoptr(CtlTable) conflicts = block_table(1), drift = block_table(1);
@@ -552,6 +606,7 @@ static void print_status(CtlOutput *out, const CtlProperties *p, GArray *usage) 
         print_storms(out, p);
         print_override(out, p);
         print_isolated(out, p);
+        print_blanket(out, p);
         print_needs_restart(out, p, usage);
         print_drift(out, p);
         print_problems(out, p);

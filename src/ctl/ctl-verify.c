@@ -155,10 +155,11 @@ static void warn_pmd_unreachable(GArray *checked, Diagnostics *diag) {
         }
 }
 
-/* A policy that wants always for its services alone is a machine-wide always where
- * thpd-generator cannot write the blanket: said here, as it asks (manager-probe.c), so that a
- * packager or admin learns it before the service runs. */
-static void warn_always_fallback(GArray *checked, Diagnostics *diag) {
+/* Which way a policy that wants always for its services alone takes on this host, asked as
+ * thpd-generator asks (manager-probe.c), so that a packager or admin learns it before the service
+ * runs: the blanket, or where thpd-generator cannot write it a machine-wide always (a warning).
+ * Returns whether such a policy was checked; *ret_why is NULL on the blanket's path. */
+static bool always_path(GArray *checked, Diagnostics *diag, const char **ret_why) {
         const char *why = NULL;
         bool asked = false;
 
@@ -172,11 +173,28 @@ static void warn_always_fallback(GArray *checked, Diagnostics *diag) {
                                                         kernel_has_thp_except_advised());
                         asked = true;
                 }
-                if (!why)
-                        return;
-                diagnostics_add(diag, DIAGNOSTIC_WARNING, c->path, 0,
-                                "Scope=service with Enabled=always is a machine-wide always on this host, for every "
-                                "service: no blanket MemoryTHP=madvise for the others, as %s", why);
+                if (why)
+                        diagnostics_add(diag, DIAGNOSTIC_WARNING, c->path, 0,
+                                        "Scope=service with Enabled=always is a machine-wide always on this host, for every "
+                                        "service: no blanket MemoryTHP=madvise for the others, as %s", why);
+        }
+        *ret_why = why;
+        return asked;
+}
+
+/* The blanket's path is no problem, so it is said on stdout rather than as a diagnostic. */
+static void print_blanket_path(CtlOutput *out, GArray *checked) {
+        for (guint i = 0; i < checked->len; i++) {
+                const Checked *c = &g_array_index(checked, Checked, i);
+
+                if (c->parsed && policy_inverts(c->parsed))
+                        ctl_printf(out,
+                                   "%s: Scope=service with Enabled=always takes the blanket's path on this host: the service "
+                                   "manager has MemoryTHP= and the kernel PR_THP_DISABLE_EXCEPT_ADVISED, so thpd-generator "
+                                   "gives every other service MemoryTHP=madvise (" SCOPE_BLANKET_DIR "/" SCOPE_BLANKET_NAME
+                                   "); services started before the daemon-reload that loads it keep always until they "
+                                   "restart (thpd-ctl status lists them)\n",
+                                   c->path);
         }
 }
 
@@ -273,7 +291,10 @@ static void print_text(CtlOutput *out, const char *const *dirs, bool with_dirs, 
         diagnostics_print(diag, stderr);
 }
 
-static int print_json(CtlOutput *out, const CtlTable *t, const Diagnostics *diag, const bool *attached) {
+/* always_path, with a policy that wants always for its services alone: which way this host takes
+ * ("blanket" or "machine-wide") and why not the blanket. */
+static int print_json(CtlOutput *out, const CtlTable *t, const Diagnostics *diag, const bool *attached, bool inverts,
+                      const char *why) {
         g_autoptr(CtlJson) b = ctl_json_new();
 
         ctl_json_begin_object(b, NULL);
@@ -286,6 +307,12 @@ static int print_json(CtlOutput *out, const CtlTable *t, const Diagnostics *diag
         ctl_json_end_array(b);
         ctl_json_uint(b, "errors", diag->n_errors);
         ctl_json_uint(b, "warnings", diag->n_warnings);
+        if (inverts) {
+                ctl_json_begin_object(b, "always_path");
+                ctl_json_string(b, "path", why ? "machine-wide" : "blanket");
+                ctl_json_string(b, "reason", why);
+                ctl_json_end_object(b);
+        }
         ctl_json_end_object(b);
         return ctl_json_print(b, out->f);
 }
@@ -295,6 +322,8 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
         g_autoptr(GArray) checked = g_array_new(FALSE, TRUE, sizeof(Checked));
         g_autoptr(CtlTable) t = NULL;
         g_autofree bool *attached = NULL;
+        const char *why = NULL;
+        bool inverts;
         Diagnostics diag;
         int r;
 
@@ -314,12 +343,14 @@ int verb_verify(const CtlOptions *o, CtlOutput *out, int argc, char *argv[]) {
                         verify_file(dirs, argv[i], &diag, checked);
 
         warn_pmd_unreachable(checked, &diag);
-        warn_always_fallback(checked, &diag);
+        inverts = always_path(checked, &diag, &why);
         attached = g_new0(bool, diag.items->len + 1);
         t = checked_table(checked, argc == 0, &diag, attached);
         if (o->json)
-                r = print_json(out, t, &diag, attached);
+                r = print_json(out, t, &diag, attached, inverts, why);
         else {
+                if (inverts && !why)
+                        print_blanket_path(out, checked);
                 print_text(out, dirs, argc == 0, t, &diag);
                 r = CTL_EXIT_OK;
         }

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "manager-bus-internal.h"
 #include "manager-bus-properties.h"
+#include "manager-blanket.h"
 #include "manager-isolation.h"
 #include "manager-ownership.h"
 #include "manager-status.h"
@@ -300,10 +301,14 @@ uint64_t property_digest_isolated_services(const BusData *d) {
         return h;
 }
 
+/* The plan's rows, then the services started before the blanket, for the policy whose blanket
+ * it is: a policy's own unit is never under the blanket, so no unit is in both. */
 int property_get_needs_restart(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Manager *m = bus_manager(userdata);
         g_autoptr(GPtrArray) units = manager_needs_restart_sorted(m);
+        g_autoptr(GPtrArray) blanket = manager_blanket_services(m);
+        const char *blanket_policy = manager_blanket_policy(m);
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(ss)");
@@ -312,14 +317,62 @@ int property_get_needs_restart(sd_bus *bus, const char *path, const char *interf
 
                 r = sd_bus_message_append(reply, "(ss)", unit, (const char *) g_hash_table_lookup(m->plan.needs_restart, unit));
         }
+        for (guint i = 0; r >= 0 && blanket_policy && i < blanket->len; i++) {
+                const BlanketService *s = g_ptr_array_index(blanket, i);
+
+                if (s->class == BLANKET_BEFORE && !g_hash_table_contains(m->plan.needs_restart, s->unit))
+                        r = sd_bus_message_append(reply, "(ss)", s->unit, blanket_policy);
+        }
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
 }
 
-/* Counted where the plan reports a change, as ActivePolicies. */
+/* The plan's rows counted where the plan reports a change, as ActivePolicies; the blanket's
+ * as BlanketServices. */
 uint64_t property_digest_needs_restart(const BusData *d) {
-        return d->needs_restart_changes;
+        uint64_t h = fnv1a_feed_u64(FNV1A_OFFSET, d->needs_restart_changes);
+
+        h = fnv1a_feed_string(h, manager_blanket_policy(d->m) ?: "");
+        return fnv1a_feed_u64(h, property_digest_blanket_services(d));
+}
+
+int property_get_blanket_since(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", manager_blanket_since(bus_manager(userdata)));
+}
+
+uint64_t property_digest_blanket_since(const BusData *d) {
+        return manager_blanket_since(d->m);
+}
+
+int property_get_blanket_services(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        g_autoptr(GPtrArray) list = manager_blanket_services(bus_manager(userdata));
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (guint i = 0; r >= 0 && i < list->len; i++) {
+                const BlanketService *s = g_ptr_array_index(list, i);
+
+                r = sd_bus_message_append(reply, "(ss)", s->unit, blanket_class_to_string(s->class));
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+uint64_t property_digest_blanket_services(const BusData *d) {
+        g_autoptr(GPtrArray) list = manager_blanket_services(d->m);
+        uint64_t h = FNV1A_OFFSET;
+
+        for (guint i = 0; i < list->len; i++) {
+                const BlanketService *s = g_ptr_array_index(list, i);
+
+                h = fnv1a_feed_string(h, s->unit);
+                h = fnv1a_feed_u64(h, (uint64_t) s->class);
+        }
+        return h;
 }
 
 int property_get_override(sd_bus *bus, const char *path, const char *interface, const char *property,

@@ -28,6 +28,9 @@ typedef struct BusData BusData;
         TRACKED(NEEDS_RESTART, "NeedsRestart", "a(ss)", property_get_needs_restart, property_digest_needs_restart)  \
         TRACKED(ISOLATED_SERVICES, "IsolatedServices", "a(sssssssb)", property_get_isolated_services,               \
                 property_digest_isolated_services)                                                                  \
+        TRACKED(BLANKET_SINCE, "BlanketSince", "t", property_get_blanket_since, property_digest_blanket_since)      \
+        TRACKED(BLANKET_SERVICES, "BlanketServices", "a(ss)", property_get_blanket_services,                        \
+                property_digest_blanket_services)                                                                   \
         TRACKED(OVERRIDE, "Override", "a{ss}", property_get_override, property_digest_override)                     \
         TRACKED(OVERRIDE_EXPIRES_AT, "OverrideExpiresAt", "t", property_get_override_expires_at,                    \
                 property_digest_override_expires_at)                                                                \

@@ -28,19 +28,10 @@ static void set_state(Isolation *i, IsolationState state, char *note) {
         i->note = note;
 }
 
-/* Where the manager runs its generators' output from: thpd-generator's drop-ins are there. */
-static char *generator_dir(const Manager *m) {
-        const char *runtime = g_getenv("XDG_RUNTIME_DIR");
-
-        if (m->options.user)
-                return runtime ? g_build_filename(runtime, "systemd", "generator", NULL) : NULL;
-        return g_strdup("/run/systemd/generator");
-}
-
 /* How thpd-generator isolates the unit: its own drop-in, or its template's
  * ("foo@.service.d" for "foo@bar.service"). */
 static void read_via(const Manager *m, Isolation *i) {
-        g_autofree char *dir = generator_dir(m), *template = NULL;
+        g_autofree char *dir = manager_generator_dir(m), *template = NULL;
         const char *at = strchr(i->unit, '@'), *dot = strrchr(i->unit, '.');
         const char *names[2] = { i->unit, NULL };
 

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include "log.h"
+#include "manager-blanket.h"
 #include "manager-pools.h"
 #include "manager-drift.h"
 #include "manager-ownership.h"
@@ -97,6 +98,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->override_timer);
         manager_drift_stop(m);
+        manager_blanket_stop(m);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
         candidate_state_done(&m->candidates);
@@ -165,6 +167,14 @@ GPtrArray *manager_needs_restart_sorted(const Manager *m) {
                 g_ptr_array_add(units, unit);
         g_ptr_array_sort(units, compare_strings);
         return units;
+}
+
+char *manager_generator_dir(const Manager *m) {
+        const char *runtime = g_getenv("XDG_RUNTIME_DIR");
+
+        if (m->options.user)
+                return runtime ? g_build_filename(runtime, "systemd", "generator", NULL) : NULL;
+        return g_strdup("/run/systemd/generator");
 }
 
 /* Remembered per name (candidate_state_matches()): every signal about a unit asks, and globs
@@ -812,6 +822,9 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         r = manager_drift_start(m);
+        if (r < 0)
+                return r;
+        r = manager_blanket_start(m);
         if (r < 0)
                 return r;
         setup_storm_watcher(m, true);

@@ -100,6 +100,7 @@ typedef struct Manager {
         GArray *active;
         GArray *pools;                 /* PoolStatus */
         GHashTable *isolation;         /* unit -> Isolation*: running units of Scope=service policies */
+        struct BlanketWatch *blanket;  /* the services the blanket reaches (manager-blanket.c) */
 
         sd_event_source *sigterm, *sigint, *sighup;
         sd_event_source *grace_timer, *override_timer;
@@ -215,6 +216,9 @@ StormPhase manager_storm_phase(const Manager *m);
 
 /* Policies whose Units= match the unit (borrowed Policy*). */
 GPtrArray *manager_policies_for_unit(const Manager *m, const char *unit);
+/* Where the service manager runs its generators' output from (thpd-generator's drop-ins), or
+ * NULL for a user manager without XDG_RUNTIME_DIR; g_free() it. */
+char *manager_generator_dir(const Manager *m);
 /* The units that need a restart, sorted: a hash table's order would change what the bus and
  * the metrics file say without a change of state. The names belong to the manager. */
 GPtrArray *manager_needs_restart_sorted(const Manager *m);

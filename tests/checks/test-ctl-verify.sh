@@ -79,6 +79,19 @@ rc=$?
 [ "$rc" -eq 0 ] || fail "always.conf without MemoryTHP=: exit $rc, expected 0"
 expect_line "$scratch/always.conf: warning: Scope=service with Enabled=always is a machine-wide always on this host, for every service: no blanket MemoryTHP=madvise for the others, as the service manager has no MemoryTHP= (systemd 260 and later)" "$scratch/err"
 
+# Where it has both, verify says so on stdout: the blanket's path is no problem. Which side the
+# kernel is on is asked as thpd-generator asks: a kernel before 6.18 gets the warning instead.
+THPD_MEMORY_THP=yes "$ctl" verify "$scratch/always.conf" >"$scratch/out" 2>"$scratch/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "always.conf with MemoryTHP=: exit $rc, expected 0"
+if grep -q "no blanket MemoryTHP=madvise for the others, as the kernel has no PR_THP_DISABLE_EXCEPT_ADVISED" "$scratch/err"; then
+        [ ! -s "$scratch/out" ] || fail "always.conf on a kernel without the flag: stdout not empty"
+else
+        expect_line "$scratch/always.conf: Scope=service with Enabled=always takes the blanket's path on this host: the service manager has MemoryTHP= and the kernel PR_THP_DISABLE_EXCEPT_ADVISED, so thpd-generator gives every other service MemoryTHP=madvise (service.d/10-thpd-madvise.conf); services started before the daemon-reload that loads it keep always until they restart (thpd-ctl status lists them)" "$scratch/out"
+fi
+THPD_MEMORY_THP=no "$ctl" --json verify "$scratch/always.conf" 2>/dev/null | grep -q '"always_path":{"path":"machine-wide","reason":"the service manager has no MemoryTHP= (systemd 260 and later)"}' ||
+        fail "always.conf --json without MemoryTHP=: no always_path"
+
 # What the daemon would not trust: a warning for a file in a build tree, an error in a policy
 # directory (--policy-dir counts as one).
 mkdir -m 0755 "$scratch/build" "$scratch/policy.d"

@@ -69,13 +69,14 @@ Units=broken.service
 Enabled=sometimes
 """
 
-PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'Override',
-              'OverrideExpiresAt', 'StormState', 'Storms', 'SizeStats', 'StormAction', 'Status', 'PolicyDiagnostics',
+PROPERTIES = ('Version', 'Knobs', 'ActivePolicies', 'HugeTLBPools', 'NeedsRestart', 'IsolatedServices', 'BlanketSince',
+              'BlanketServices', 'Override', 'OverrideExpiresAt', 'StormState', 'Storms', 'SizeStats', 'StormAction', 'Status', 'PolicyDiagnostics',
               'DriftConflicts', 'RecentDrift', 'Ownership', 'KnobNotes')
 # The JSON key of each property (thpd-ctl status --json, show --json).
 JSON_KEYS = {'Version': 'version', 'Knobs': 'knobs', 'ActivePolicies': 'active_policies',
              'HugeTLBPools': 'hugetlb_pools', 'NeedsRestart': 'needs_restart',
-             'IsolatedServices': 'isolated_services', 'Override': 'override',
+             'IsolatedServices': 'isolated_services', 'BlanketSince': 'blanket_since',
+             'BlanketServices': 'blanket_services', 'Override': 'override',
              'OverrideExpiresAt': 'override_expires_at', 'StormState': 'storm_state', 'Storms': 'storms',
              'SizeStats': 'size_stats', 'StormAction': 'storm_action', 'Status': 'status', 'PolicyDiagnostics': 'policy_diagnostics',
              'DriftConflicts': 'drift_conflicts', 'RecentDrift': 'recent_drift', 'Ownership': 'ownership',
@@ -262,6 +263,9 @@ class PropertiesTest(ApiTestCase):
         self.assertEqual(busctl_property(self.stack, 'NeedsRestart'), [['postgresql.service', 'postgresql.conf']])
         self.assertEqual(busctl_property(self.stack, 'Override'), {})
         self.assertEqual(busctl_property(self.stack, 'OverrideExpiresAt'), 0)
+        # No Scope=service policy with Enabled=always here: no blanket, nothing counted.
+        self.assertEqual(busctl_property(self.stack, 'BlanketSince'), 0)
+        self.assertEqual(busctl_property(self.stack, 'BlanketServices'), [])
         self.assertIn(busctl_property(self.stack, 'StormState'), STORM_PHASES)
         self.assertIn(busctl_property(self.stack, 'StormAction'), ('log', 'mitigate'))
         for kind, phase, figures in busctl_property(self.stack, 'Storms'):
@@ -301,7 +305,8 @@ class PropertiesTest(ApiTestCase):
         for verb in ('status', 'show'):
             data = self.ctl_json(verb)
             # status adds what GetUnitUsage says, which is no property.
-            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} | {'override_expires_at_usec'} |
+            self.assertEqual(set(data), {JSON_KEYS[p] for p in PROPERTIES} |
+                             {'override_expires_at_usec', 'blanket_since_usec'} |
                              ({'unit_usage'} if verb == 'status' else set()), verb)
             self.assertEqual(data['version'], self.version)
             self.assertEqual(data['status'], busctl_property(self.stack, 'Status'))
@@ -317,6 +322,9 @@ class PropertiesTest(ApiTestCase):
             self.assertEqual(data['override'], {})
             self.assertIsNone(data['override_expires_at'])
             self.assertIsNone(data['override_expires_at_usec'])
+            self.assertIsNone(data['blanket_since'])
+            self.assertIsNone(data['blanket_since_usec'])
+            self.assertEqual(data['blanket_services'], [])
             self.assertEqual(data['storm_state'], busctl_property(self.stack, 'StormState'))
             self.assertEqual(data['storm_action'], busctl_property(self.stack, 'StormAction'))
             self.assertEqual([[s['kind'], s['phase']] for s in data['storms']],

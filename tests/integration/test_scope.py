@@ -306,6 +306,12 @@ class AlwaysAloneTest(ScopeCase):
         status = self.ctl('status').stdout
         self.assertIn(f'Isolated: {MONGOD} THP always for its processes only where the platform allows it '
                       '(mongodb.conf, Scope=service, via machine-wide): unverified', status)
+        # No blanket, so nothing is counted under it or before it, and status says why.
+        self.assertIn('  Blanket:  none, so every service runs at the machine\'s enabled; no service counted (the '
+                      'service manager has no MemoryTHP= (systemd 260 and later))\n', status)
+        self.assertEqual(test_api.busctl_property(self.stack, 'BlanketSince'), 0)
+        self.assertEqual(test_api.busctl_property(self.stack, 'BlanketServices'), [])
+        self.assertNotIn('Restart needed:', status)
         validate(self.ctl_json('status'), 'status')
         self.assertIn(MONGOD, self.ctl('explain', 'enabled').stdout)
         validate(self.ctl_json('explain', 'enabled'), 'explain')

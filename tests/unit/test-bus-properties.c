@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "manager-blanket.h"
 #include "manager-bus-internal.h"
 #include "test-util.h"
 #include "thpd-bus.h"
@@ -171,6 +172,33 @@ START_TEST(test_digests_follow_the_state) {
         ck_assert_uint_eq(changed(&d, digests), BIT(ACTIVE_POLICIES));
         d.needs_restart_changes++;
         ck_assert_uint_eq(changed(&d, digests), BIT(NEEDS_RESTART));
+
+        /* The blanket: when it took effect, then a service under it and one started before it,
+         * which is a restart hint too once the policy whose blanket it is loaded. */
+        BlanketWatch blanket = { .services = g_hash_table_new(g_str_hash, g_str_equal) };
+        BlanketEntry cron = { .service = { .unit = (char *) "cron.service", .class = BLANKET_UNDER } };
+        BlanketEntry ssh = { .service = { .unit = (char *) "ssh.service", .class = _BLANKET_CLASS_INVALID } };
+        Policy *mongodb = g_new0(Policy, 1);
+
+        m->blanket = &blanket;
+        ck_assert_uint_eq(changed(&d, digests), 0);
+        blanket.since = 1000;
+        ck_assert_uint_eq(changed(&d, digests), BIT(BLANKET_SINCE));
+        g_hash_table_insert(blanket.services, cron.service.unit, &cron);
+        ck_assert_uint_eq(changed(&d, digests), BIT(BLANKET_SERVICES) | BIT(NEEDS_RESTART));
+        /* Asked, not answered yet: not shown. */
+        g_hash_table_insert(blanket.services, ssh.service.unit, &ssh);
+        ck_assert_uint_eq(changed(&d, digests), 0);
+        ssh.service.class = BLANKET_BEFORE;
+        ck_assert_uint_eq(changed(&d, digests), BIT(BLANKET_SERVICES) | BIT(NEEDS_RESTART));
+        *mongodb = (Policy) { .name = g_strdup("mongodb.conf"), .scope = POLICY_SCOPE_SERVICE,
+                              .service_thp = KNOB_ENABLED_ALWAYS };
+        g_ptr_array_add(m->policies, mongodb);
+        ck_assert_uint_eq(changed(&d, digests), BIT(NEEDS_RESTART));
+        g_ptr_array_remove_index(m->policies, m->policies->len - 1);
+        m->blanket = NULL;
+        g_hash_table_destroy(blanket.services);
+        ck_assert_uint_eq(changed(&d, digests), BIT(BLANKET_SINCE) | BIT(BLANKET_SERVICES) | BIT(NEEDS_RESTART));
 
         g_array_append_val(m->pools, pool);
         ck_assert_uint_eq(changed(&d, digests), BIT(POOLS));
