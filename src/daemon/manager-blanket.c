@@ -167,11 +167,12 @@ static int get_property(Manager *m, const char *unit, const char *path, const ch
 }
 
 /* Asked again at every start: a restart is a new main process, which may now be under it. */
-static void ask(Manager *m, const char *unit, const char *path) {
+static void ask(Manager *m, const char *unit, const char *path, uint64_t active_enter) {
         BlanketEntry *e = g_new0(BlanketEntry, 1);
         int r;
 
         e->service = (BlanketService) { .unit = g_strdup(unit), .class = _BLANKET_CLASS_INVALID };
+        e->active_enter = active_enter;
         g_hash_table_replace(m->blanket->services, e->service.unit, e);
         r = get_property(m, unit, path, SYSTEMD_UNIT, "DropInPaths", on_dropins);
         if (r >= 0)
@@ -203,7 +204,7 @@ static int on_list_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, &active_state, &sub_state, NULL, &path,
                                         NULL, NULL, NULL);
                 if (r > 0 && runs_processes(active_state, sub_state))
-                        ask(m, unit, path);
+                        ask(m, unit, path, 0);
         }
         if (r < 0)
                 log_warning_errno(r, "Cannot read the service manager's list of services: %m");
@@ -249,6 +250,8 @@ static int on_unit_changed(sd_bus_message *message, void *userdata, sd_bus_error
         const char *path = sd_bus_message_get_path(message), *interface, *key, *value;
         const char *active_state = NULL, *sub_state = NULL;
         _cleanup_free_ char *unit = NULL;
+        uint64_t active_enter = 0;
+        bool have_enter = false;
         BlanketEntry *e;
 
         /* Decided before the body is read: without a blanket, or for other units, nothing to do. */
@@ -258,13 +261,17 @@ static int on_unit_changed(sd_bus_message *message, void *userdata, sd_bus_error
         if (sd_bus_message_read(message, "s", &interface) < 0 || !streq(interface, SYSTEMD_UNIT) ||
             sd_bus_message_enter_container(message, 'a', "{sv}") < 0)
                 return 0;
-        while ((!active_state || !sub_state) && sd_bus_message_enter_container(message, 'e', "sv") > 0) {
+        while ((!active_state || !sub_state || !have_enter) && sd_bus_message_enter_container(message, 'e', "sv") > 0) {
                 if (sd_bus_message_read(message, "s", &key) < 0)
                         return 0;
                 if (streq(key, "ActiveState") || streq(key, "SubState")) {
                         if (sd_bus_message_read(message, "v", "s", &value) < 0)
                                 return 0;
                         *(streq(key, "ActiveState") ? &active_state : &sub_state) = value;
+                } else if (streq(key, "ActiveEnterTimestamp")) {
+                        if (sd_bus_message_read(message, "v", "t", &active_enter) < 0)
+                                return 0;
+                        have_enter = true;
                 } else if (sd_bus_message_skip(message, "v") < 0)
                         return 0;
                 if (sd_bus_message_exit_container(message) < 0)
@@ -274,9 +281,10 @@ static int on_unit_changed(sd_bus_message *message, void *userdata, sd_bus_error
                 return 0;
         e = g_hash_table_lookup(w->services, unit);
         if (runs_processes(active_state, sub_state)) {
-                /* A reload of the service (reloading, back to active) keeps its processes. */
-                if (!e || !streq(active_state, "active") || e->service.class == _BLANKET_CLASS_INVALID)
-                        ask(m, unit, path);
+                /* Asked once per run: a reload of the service keeps its processes and its
+                 * ActiveEnterTimestamp, a restart has a new one. */
+                if (!e || e->active_enter != active_enter)
+                        ask(m, unit, path, active_enter);
         } else if (e && (streq(active_state, "inactive") || streq(active_state, "failed"))) {
                 g_hash_table_remove(w->services, unit);
                 manager_queue_apply(m);

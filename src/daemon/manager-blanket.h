@@ -19,6 +19,9 @@ typedef struct BlanketEntry {
         BlanketService service; /* first: the list hands these out */
         BlanketFacts facts;
         bool dropins_known, started_known;
+        /* ActiveEnterTimestamp as the last signal said (0: listed, no signal yet): a restart shows
+         * as a new one, even when the manager's signals skip the inactive state between. */
+        uint64_t active_enter;
 } BlanketEntry;
 
 /* Manager.blanket, from manager_blanket_start(). */
