@@ -187,16 +187,17 @@ MONGOD = 'mongod.service'
 REDIS = 'redis-server.service'
 
 
-class MixedHostTest(ScopeCase):
-    """The mixed host from the policies thpd ships, as they are: MongoDB 8's (global: always,
-    defer+madvise, max_ptes_none 0) installed as mongodb.conf, as its package would, next to
-    Redis's (Scope=auto: never). Stand-ins with the real unit names run sleep."""
+class MongodRedisCase(ScopeCase):
+    """A MongoDB 8 vendor policy (MONGODB_POLICY, from policy/vendor/) installed as mongodb.conf
+    next to Redis's as thpd ships it (Scope=auto: never), the generator run and thpd started.
+    Stand-ins with the real unit names run sleep."""
+    MONGODB_POLICY = None
 
     def setUp(self):
         super().setUp()
         self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
         shipped = test_api.SOURCE_ROOT / 'policy'
-        self.write_policy('mongodb.conf', (shipped / 'vendor' / 'mongodb-8.conf').read_text())
+        self.write_policy('mongodb.conf', (shipped / 'vendor' / self.MONGODB_POLICY).read_text())
         self.write_policy('redis.conf', (shipped / 'redis.conf').read_text())
         for unit in (MONGOD, REDIS):
             (self.unit_dir / unit).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
@@ -205,6 +206,13 @@ class MixedHostTest(ScopeCase):
         self.install_generator()
         self.daemon_reload()
         self.start_thpd('--procfs=/proc')
+
+
+class MixedHostTest(MongodRedisCase):
+    """The mixed host from the policies thpd ships, as they are: MongoDB 8's (global: always,
+    defer+madvise, max_ptes_none 0) installed as mongodb.conf, as its package would, next to
+    Redis's (Scope=auto: never)."""
+    MONGODB_POLICY = 'mongodb-8.conf'
 
     def test_mongodb_8_next_to_redis(self):
         # The generator isolated Redis (this manager has no MemoryTHP=: through thpd-exec), not
@@ -267,25 +275,12 @@ class MixedHostTest(ScopeCase):
         self.wait_knobs(enabled='always', defrag='defer+madvise')
 
 
-class AlwaysAloneTest(ScopeCase):
+class AlwaysAloneTest(MongodRedisCase):
     """Issue 47: MongoDB 8's Scope=service always variant as mongodb.conf, next to Redis's
     (Scope=auto: never). The stack's user manager (systemd 252) has no MemoryTHP=, so the
     generator writes no blanket, mongod's drop-in says why, and the policy is a machine-wide
-    always; status and explain say which way. Stand-ins with the real unit names run sleep."""
-
-    def setUp(self):
-        super().setUp()
-        self.config_path.write_text('[Daemon]\n[Storm]\nWatch=no\n')
-        shipped = test_api.SOURCE_ROOT / 'policy'
-        self.write_policy('mongodb.conf', (shipped / 'vendor' / 'mongodb-8-alone.conf').read_text())
-        self.write_policy('redis.conf', (shipped / 'redis.conf').read_text())
-        for unit in (MONGOD, REDIS):
-            (self.unit_dir / unit).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
-            self.addCleanup((self.unit_dir / unit).unlink)
-        self.kernel.set_knob('defrag', 'madvise')
-        self.install_generator()
-        self.daemon_reload()
-        self.start_thpd('--procfs=/proc')
+    always; status and explain say which way."""
+    MONGODB_POLICY = 'mongodb-8-alone.conf'
 
     def test_falls_back_to_machine_wide_always(self):
         generated = self.stack.runtime_dir / 'systemd' / 'generator'
