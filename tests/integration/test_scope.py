@@ -323,5 +323,73 @@ class AlwaysAloneTest(MongodRedisCase):
         wait_until(lambda: self.row(MONGOD) is None, message=lambda: f'{MONGOD} gone: {self.isolated()}')
 
 
+class BlanketCountTest(MongodRedisCase):
+    """Which running services thpd counts under the blanket: the stack's systemd 252 has no
+    MemoryTHP=, so thpd-generator writes none; a generator of the test's writes a file of that
+    name, with a comment only, and the manager lists it among every service's drop-ins as it
+    would the real one. thpd asks the manager, not the kernel, so this is the same path."""
+    MONGODB_POLICY = 'mongodb-8-alone.conf'
+    EARLY, LATER, OWN = 'thpd-test-early.service', 'thpd-test-later.service', 'thpd-test-own.service'
+
+    def services(self):
+        return dict(test_api.busctl_property(self.stack, 'BlanketServices'))
+
+    def wait_services(self, **states):
+        wanted = {f'thpd-test-{name}.service': state for name, state in states.items()}
+        wait_until(lambda: all(self.services().get(u) == s for u, s in wanted.items()),
+                   message=lambda: f'{wanted} in BlanketServices: {self.services()}')
+
+    def test_counts_services_under_and_before_it(self):
+        for unit in (self.EARLY, self.LATER, self.OWN):
+            (self.unit_dir / unit).write_text('[Service]\nExecStart=/bin/sleep infinity\n')
+            self.addCleanup((self.unit_dir / unit).unlink)
+        # A drop-in of the service's own after the blanket's name takes it out (systemd 252
+        # warns of the key and ignores it; thpd reads the file).
+        own = self.unit_dir / f'{self.OWN}.d'
+        own.mkdir()
+        self.addCleanup(own.rmdir)
+        (own / 'zz-own.conf').write_text('[Service]\nMemoryTHP=inherit\n')
+        self.addCleanup((own / 'zz-own.conf').unlink)
+        self.daemon_reload()
+        self.start(self.EARLY)
+        self.assertEqual(test_api.busctl_property(self.stack, 'BlanketSince'), 0)
+
+        blanket = self.generator.parent / 'thpd-test-blanket'
+        blanket.write_text('#!/bin/sh\nmkdir -p "$1/service.d"\n'
+                           'printf "[Service]\\n# stands for MemoryTHP=madvise\\n" >"$1/service.d/10-thpd-madvise.conf"\n')
+        blanket.chmod(0o755)
+        self.addCleanup(blanket.unlink, missing_ok=True)
+        self.daemon_reload()
+        wait_until(lambda: test_api.busctl_property(self.stack, 'BlanketSince') > 0, message='BlanketSince set')
+        since = test_api.busctl_property(self.stack, 'BlanketSince')
+        self.wait_services(early='before')
+        self.assertIn([self.EARLY, 'mongodb.conf'], test_api.busctl_property(self.stack, 'NeedsRestart'))
+
+        self.start(self.LATER)
+        self.start(self.OWN)
+        self.wait_services(early='before', later='under', own='exempt')
+        status = self.ctl('status', '--full').stdout
+        line = next(line for line in status.splitlines() if line.startswith('  Blanket:'))
+        self.assertRegex(line, r'^  Blanket:  since .*: \d+ services at madvise under it; \d+ started before it '
+                               r'\(restart to apply\):.* ' + self.EARLY + r'(,|;)')
+        self.assertIn(f'{self.EARLY} (mongodb.conf applied after it started', status)
+        validate(self.ctl_json('status'), 'status')
+
+        # Restarted, it runs under the blanket; its restart hint goes. A reload keeps the time.
+        self.stack.run('systemctl', '--user', 'restart', self.EARLY)
+        self.wait_services(early='under')
+        wait_until(lambda: [self.EARLY, 'mongodb.conf'] not in test_api.busctl_property(self.stack, 'NeedsRestart'),
+                   message=f'{self.EARLY}\'s restart hint to go')
+        self.daemon_reload()
+        self.wait_services(early='under', later='under', own='exempt')
+        self.assertEqual(test_api.busctl_property(self.stack, 'BlanketSince'), since)
+
+        # Gone at the next reload: nothing counted.
+        blanket.unlink()
+        self.daemon_reload()
+        wait_until(lambda: test_api.busctl_property(self.stack, 'BlanketSince') == 0, message='BlanketSince cleared')
+        self.assertEqual(self.services(), {})
+
+
 if __name__ == '__main__':
     thpdtest.main()
