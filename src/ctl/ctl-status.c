@@ -525,7 +525,8 @@ static void print_blanket(CtlOutput *out, const CtlProperties *p) {
                         exempt++;
         }
         since = ctl_format_timestamp(p->blanket_since);
-        g_string_append_printf(line, "since %s: %u services at madvise under it; ", since, under);
+        g_string_append_printf(line, "since %s: %u %s at madvise under it; ", since, under,
+                               under == 1 ? "service" : "services");
         if (before->len == 0)
                 g_string_append(line, "none started before it");
         else {

@@ -370,7 +370,7 @@ class BlanketCountTest(MongodRedisCase):
         self.wait_services(early='before', later='under', own='exempt')
         status = self.ctl('status', '--full').stdout
         line = next(line for line in status.splitlines() if line.startswith('  Blanket:'))
-        self.assertRegex(line, r'^  Blanket:  since .*: \d+ services at madvise under it; \d+ started before it '
+        self.assertRegex(line, r'^  Blanket:  since .*: \d+ services? at madvise under it; \d+ started before it '
                                r'\(restart to apply\):.* ' + self.EARLY + r'(,|;)')
         self.assertIn(f'{self.EARLY} (mongodb.conf applied after it started', status)
         validate(self.ctl_json('status'), 'status')
