@@ -1802,6 +1802,15 @@ class SystemTest(unittest.TestCase):
         '[Service]\nExecStart=/usr/bin/perl -e \'my $$m = "x" x (256 << 20); '
         'open(my $$f, ">", "/run/plain-service.ready") or die; close $$f; sleep 86400 while 1\'\n')
     HUGE_NEAR = 128 << 10  # kB: half of the 256 MiB, what khugepaged and faults reach well within DEADLINE
+    # The same, started before the policy is linked: the blanket cannot reach it until it restarts.
+    EARLY_SERVICE = PLAIN_SERVICE.replace('a plain service', 'a plain service started early').replace(
+        '/run/plain-service.ready', '/run/early-service.ready')
+    EARLY = 'thpd-system-test-early.service'
+
+    def blanket_state(self, c, unit):
+        """Where thpd says unit stands with the blanket (BlanketServices), and its restart hint."""
+        show = self.show(c)
+        return show.get(f'BlanketServices.{unit}.State'), show.get(f'NeedsRestart.{unit}.Policy')
 
     def test_11_always_alone(self):
         """Issue 47: the admin links mongodb-8-alone.conf (Scope=service, Enabled=always) as
@@ -1816,6 +1825,10 @@ class SystemTest(unittest.TestCase):
         memory_thp = self.manager_has_memory_thp(c)
         c.write('/lib/systemd/system/mongod.service', self.MONGOD_STANDIN)
         c.write('/etc/systemd/system/thpd-system-test-plain.service', self.PLAIN_SERVICE)
+        c.write(f'/etc/systemd/system/{self.EARLY}', self.EARLY_SERVICE)
+        c.run('systemctl', 'daemon-reload')
+        c.run('systemctl', 'start', self.EARLY)
+        self.wait_state(c, self.EARLY, ('active', 'running'))
         c.run('ln', '-s', '/usr/share/thpd/policy-vendor/mongodb-8-alone.conf', '/etc/thpd/policy.d/mongodb.conf')
         self.assertEqual(self.ctl(c, 'verify').returncode, 0)
         c.run('systemctl', 'daemon-reload')
@@ -1890,7 +1903,10 @@ class SystemTest(unittest.TestCase):
         else:
             self.assertIn('no blanket, as the service manager has no MemoryTHP= (systemd 260 and later)', status)
         self.assertIn('mongod.service', self.ctl(c, 'explain', 'enabled').stdout)
+        early = self.always_early_service(c, memory_thp, status)
         text = '\n'.join(f'{unit}: AnonHugePages {huge} kB of Rss {rss} kB' for unit, (huge, rss) in figures.items())
+        text += f'\n{early}'
+        status = self.ctl(c, 'status').stdout
         log(f'{SUITE}: always for mongod alone via {via}; host enabled {host(ENABLED)}\n{text}\n'
             f'thpd-ctl status:\n{status}')
         notes = os.environ.get('THPD_ALWAYS_NOTES')
@@ -1905,6 +1921,48 @@ class SystemTest(unittest.TestCase):
         c.run('systemctl', 'stop', 'mongod')
         self.wait_host(enabled=base(ENABLED), defrag=base(DEFRAG))
 
+
+    def always_early_service(self, c, memory_thp, status):
+        """test_11_always_alone's service started before the blanket: counted and listed for a
+        restart, then under the blanket once restarted, holding no huge pages under the host's
+        always. Without MemoryTHP= no blanket and nothing counted. Returns what it measured."""
+        if not memory_thp:
+            self.assertEqual(self.show(c).get('BlanketSince'), '0', 'no blanket, no time')
+            self.assertNotIn('BlanketServices.', '\n'.join(self.show(c)))
+            self.assertIn('Blanket:  none, so every service runs at the machine\'s enabled; no service counted (the '
+                          'service manager has no MemoryTHP= (systemd 260 and later))', status)
+            return f'{self.EARLY}: no blanket, not counted'
+        wait_until(lambda: self.blanket_state(c, self.EARLY) == ('before', 'mongodb.conf'), DEADLINE,
+                   lambda: f'{self.EARLY} counted as started before the blanket: {self.blanket_state(c, self.EARLY)}')
+        self.assertEqual(self.blanket_state(c, 'thpd-system-test-plain.service'), ('under', None))
+        self.assertEqual(self.blanket_state(c, 'mongod.service')[0], 'exempt')
+        self.assertEqual(self.blanket_state(c, 'redis-server.service')[0], 'exempt')
+        # --full: every service of the container started before the policy was linked is listed.
+        status = self.ctl(c, 'status', '--full').stdout
+        blanket_line = next(line for line in status.splitlines() if line.startswith('  Blanket:'))
+        self.assertRegex(blanket_line, r'services? at madvise under it; \d+ started before it \(restart to apply\):.* '
+                         + re.escape(self.EARLY))
+        self.assertRegex(status, re.escape(self.EARLY) + r' \(mongodb\.conf applied after it started|'
+                         + re.escape(self.EARLY) + r' holds .* in THP from before mongodb\.conf')
+        before = self.anon_huge_kib(c, c.main_pid(self.EARLY))
+        hints = [line for line in status.splitlines() if 'Restart needed:' in line or line.startswith(' ' * 18)]
+
+        c.run('rm', '-f', '/run/early-service.ready')
+        c.run('systemctl', 'restart', self.EARLY)
+        wait_until(lambda: c.run('test', '-e', '/run/early-service.ready', check=False).returncode == 0, DEADLINE,
+                   '/run/early-service.ready to appear again')
+        wait_until(lambda: self.blanket_state(c, self.EARLY) == ('under', None), DEADLINE,
+                   lambda: f'{self.EARLY} under the blanket once restarted: {self.blanket_state(c, self.EARLY)}')
+        self.assertEqual(c.unit_property(self.EARLY, 'MemoryTHP'), 'madvise')
+        self.assertEqual(host(ENABLED), 'always')
+        pid = c.main_pid(self.EARLY)
+        rollup = c.read(f'/proc/{pid}/smaps_rollup')
+        rss = int(re.search(r'^Rss:\s+(\d+)', rollup, re.M).group(1))
+        self.assertGreater(rss, 256 << 10, f'{self.EARLY} holds its 256 MiB')
+        self.assertEqual(self.anon_huge_kib(c, pid), 0, 'restarted under the blanket: madvise, no huge pages')
+        return (f'{self.EARLY}: started before the blanket, AnonHugePages {before} kB; restarted under it: '
+                f'AnonHugePages 0 kB of Rss {rss} kB\nthpd-ctl status --full before its restart:\n{blanket_line}\n'
+                + '\n'.join(hints))
 
 # --- running ----------------------------------------------------------------------------------
 
