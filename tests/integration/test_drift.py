@@ -167,6 +167,15 @@ class DriftTest(ThpdTestCase):
     def count(daemon, pattern):
         return len(re.findall(pattern, daemon.log(), re.M))
 
+    def wait_restored(self, daemon, pattern, n):
+        """Waits for thpd's nth restore of enabled to madvise, and for it to end. thpd logs a
+        restore before it writes and reads the knob back after: a test's next write must not land
+        in between, where it is a writer racing the read-back rather than the next change. The
+        restore ends in the event that began it, so a status call is answered after it."""
+        wait_until(lambda: self.count(daemon, pattern) == n, DEADLINE, f'restore {n}')
+        self.wait_knobs(enabled='madvise')
+        self.ctl('show', '-p', 'Version')
+
     def metric(self, name, labels=''):
         text = self.ctl('metrics')
         match = re.search(rf'^{re.escape(name + labels)} (\d+)$', text, re.M)
@@ -326,8 +335,7 @@ class DriftTest(ThpdTestCase):
         restores = r'enabled: found never instead of madvise, unknown writer; restoring'
         for n in range(1, 3):
             self.kernel.knob_path('enabled').write_text('never\n')
-            wait_until(lambda: self.count(daemon, restores) == n, DEADLINE, f'restore {n}')
-            self.wait_knobs(enabled='madvise')
+            self.wait_restored(daemon, restores, n)
         for _ in range(3):
             self.kernel.knob_path('enabled').write_text('never\n')
             daemon.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it',
@@ -362,8 +370,7 @@ class DriftTest(ThpdTestCase):
         for n in range(1, 4):
             self.kernel.knob_path('enabled').write_text('never\n')
             if n < 3:
-                wait_until(lambda: self.count(first, r'unknown writer; restoring') == n, DEADLINE, f'restore {n}')
-                self.wait_knobs(enabled='madvise')
+                self.wait_restored(first, r'unknown writer; restoring', n)
         first.wait_log(r'an unknown writer keeps setting enabled=never: thpd no longer restores it', timeout=DEADLINE)
         self.assertRegex((self.runtime_dir / 'ownership').read_text(), r'(?m)^yield enabled - never \d+$')
 
