@@ -4,13 +4,16 @@
 #
 #     tools/test.sh          the quick tier: the -Werror build, then the unit, checks and
 #                            integration suites (a few minutes; the README's test command)
-#     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
-#                            and real-kernel suites, the system layer (our .deb in booted
-#                            systemd-nspawn containers: Debian 13, then a short sid set for
-#                            MemoryTHP= and Cockpit 370, the Cockpit page on Debian 12), the
-#                            DaemonSet played by podman on a booted Debian 13 node, the unit,
-#                            integration and faults suites under ASan/UBSan, valgrind, and
-#                            every libFuzzer target for 20 s
+#     tools/test.sh --full   the full tier (what .ci/run calls): the -Werror build, the unit
+#                            and checks suites, then the faults and real-kernel suites, the
+#                            system layer (our .deb in booted systemd-nspawn containers:
+#                            Debian 13, then a short sid set for MemoryTHP= and Cockpit 370,
+#                            the Cockpit page on Debian 12), the DaemonSet played by podman on
+#                            a booted Debian 13 node, the unit, integration and faults suites
+#                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s.
+#                            The integration suite runs once, under ASan/UBSan (the quick tier
+#                            runs it on the plain build; the .deb the system layers install is
+#                            the plain build)
 #
 # Each configuration is built once. Run as root: the integration, faults, real-kernel and system
 # layers need it and report "skipped" otherwise. Every layer prints its time and its count; the
@@ -31,7 +34,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -371,16 +374,21 @@ fuzz_layer() {
 
 # --- the scratch lane ---------------------------------------------------------------------------
 # The layers that only use scratch trees, beside the real-sysfs lane (which mostly waits on
-# containers, sleeps and chromium). The integration scenarios but test_usage.py (suite real-thp,
-# which reads the real knob: it runs in the other lane) and faults, then under ASan/UBSan the C
-# unit tests and the daemon in the integration and faults scenarios (the checks run scripts and
-# documents, and the real-kernel tests run the same daemon code the integration tests do, against
-# /sys), valgrind and the fuzzers. Exits non-zero if a layer failed.
+# containers, sleeps and chromium). The faults suite on the plain build, then under ASan/UBSan
+# the C unit tests and the daemon in the integration and faults scenarios but test_usage.py
+# (suite real-thp, which reads the real knob: it runs before the lanes and after them), valgrind
+# and the fuzzers. The checks run scripts and documents, and the real-kernel tests run the same
+# daemon code the integration tests do, against /sys: not again under ASan/UBSan.
+#
+# The plain integration scenarios are not run here: ASan/UBSan runs the same scenarios on the
+# same code, and the plain build is what the quick tier runs them on, what the real-kernel suite,
+# integration-usage and valgrind run, and what the system and DaemonSet layers install (the
+# .deb). The plain faults run stays: its RSS checks (no growth over a reload, a SIGHUP storm,
+# random calls) mean nothing under ASan's quarantine, and the quick tier has no faults suite.
+# Exits non-zero if a layer failed.
 scratch_lane() {
         local st=0
         lane=scratch
-        layer "integration (but usage)" meson_layer build-test integration \
-                --suite integration --no-suite real-thp --num-processes "$jobs" || st=1
         layer "faults" meson_layer build-test faults --suite faults --num-processes "$jobs" || st=1
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
         if layer "build (ASan/UBSan)" build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
