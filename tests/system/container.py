@@ -156,6 +156,46 @@ class HostKnobs:
         return restored
 
 
+# --- the end of a layer's run ----------------------------------------------------------------
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f'signal {signum}')
+
+
+def interrupt_on_signals():
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, so that a layer stopped from outside still
+    stops its containers and puts the knobs back (main()'s finally)."""
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGHUP, _interrupted)
+
+
+def put_back(knobs, baseline):
+    """After a layer's run: writes back every knob that differs from the baseline recorded
+    before it; returns (and logs) what is still not back."""
+    restored = knobs.restore(baseline)
+    if restored:
+        log(f'restored host knobs: {restored}')
+    left = knobs.diff(baseline)
+    if left:
+        log(f'host knobs NOT back at their values: {left}')
+    return left
+
+
+def layer_status(result, left):
+    """Writes "PASSED FAILED SKIPPED" to the file THPD_SYSTEM_COUNT names (tools/test.sh's
+    table) and returns the layer's exit status: 1 if it was interrupted (result None), if a
+    knob is not back (left) or a test failed; 0 otherwise."""
+    count = os.environ.get('THPD_SYSTEM_COUNT')
+    if count and result is not None:
+        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+        skipped = len(result.skipped)
+        # A setUpClass that fails is an error with no test run.
+        Path(count).write_text(f'{max(result.testsRun - failed - skipped, 0)} {failed} {skipped}\n')
+    if result is None or left:
+        return 1
+    return 0 if result.wasSuccessful() else 1
+
+
 # --- the cached root file system --------------------------------------------------------------
 
 def rootfs_key():
