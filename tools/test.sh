@@ -44,14 +44,25 @@ esac
 jobs=$(( $(nproc) * 2 ))
 results=$(mktemp -d /tmp/thpd-test.XXXXXX)
 # The background jobs of the full tier (the scratch lane, the makers of trees): ended with the
-# run if it is interrupted.
+# run if it is interrupted. Each is started in a process group of its own (fork_group), and the
+# whole group is signalled: killing the subshell alone left its meson test, dpkg-buildpackage or
+# mmdebstrap running.
 background=()
 cleanup() {
         local pid
         for pid in "${background[@]}"; do
-                kill "$pid" 2>/dev/null || true
+                kill -- -"$pid" 2>/dev/null || true
         done
         rm -rf "$results"
+}
+
+# fork_group COMMAND...: runs COMMAND in the background in a process group of its own (job
+# control on for that one fork), whose ID is its PID ($!), and adds it to the background jobs.
+fork_group() {
+        set -m
+        "$@" &
+        set +m
+        background+=($!)
 }
 trap cleanup EXIT
 started=$SECONDS
@@ -173,17 +184,20 @@ make_kube_trees() {
 }
 
 declare -A chain_of=()
-# chain JOB... : runs the jobs ("NAME:FUNCTION ARG") one after the other in the background.
-chain() {
+# run_chain JOB... : runs the jobs ("NAME:FUNCTION ARG") one after the other.
+run_chain() {
         local spec name command
-        (
-                for spec in "$@"; do
-                        name=${spec%%:*}
-                        read -ra command <<<"${spec#*:}"
-                        job "$name" "${command[@]}"
-                done
-        ) &
-        background+=($!)
+        for spec in "$@"; do
+                name=${spec%%:*}
+                read -ra command <<<"${spec#*:}"
+                job "$name" "${command[@]}"
+        done
+}
+
+# chain JOB... : runs the jobs one after the other in the background.
+chain() {
+        local spec
+        fork_group run_chain "$@"
         for spec in "$@"; do
                 chain_of[${spec%%:*}]=$!
         done
@@ -372,6 +386,16 @@ fuzz_layer() {
         FUZZ_COUNT=$count tools/fuzz.sh 20
 }
 
+# run_scratch_lane: the scratch lane, its output in $scratch_log; it notes when it ended, as the
+# wait for it ends only with the real-sysfs lane. Run in the background (fork_group), so that its
+# layers' variables (lane, ASAN_OPTIONS) stay its own.
+run_scratch_lane() {
+        local st=0
+        scratch_lane >"$scratch_log" 2>&1 </dev/null || st=$?
+        echo $((SECONDS - lanes_started)) >"$results/scratch-seconds"
+        return "$st"
+}
+
 # --- the scratch lane ---------------------------------------------------------------------------
 # The layers that only use scratch trees, beside the real-sysfs lane (which mostly waits on
 # containers, sleeps and chromium). The faults suite on the plain build, then under ASan/UBSan
@@ -437,17 +461,9 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         scratch_log=build-test/lane-scratch.log
         echo
         echo "== the scratch lane runs beside the real-sysfs lane; its log, printed when it ends: $scratch_log"
-        # Its own process: its layers' variables (lane, ASAN_OPTIONS) stay its own. The lock's
-        # descriptor is not open yet.
-        # It notes when it ended: the wait below ends only with the real-sysfs lane.
-        (
-                st=0
-                scratch_lane || st=$?
-                echo $((SECONDS - lanes_started)) >"$results/scratch-seconds"
-                exit "$st"
-        ) >"$scratch_log" 2>&1 </dev/null &
+        # The lock's descriptor is not open yet.
+        fork_group run_scratch_lane
         scratch_pid=$!
-        background+=("$scratch_pid")
 
         # One at a time: these write this machine's /sys and bind Redis's host port.
         lane=real-sysfs
