@@ -2,7 +2,7 @@
 """The system layer: thpd's .deb under a real PID-1 systemd, with Debian's redis-server and
 postgresql, in booted systemd-nspawn containers that write the host's real THP and hugetlb files.
 
-Each test boots a fresh copy of the cached rootfs (container.py), installs thpd with
+Each test boots a fresh overlay of the cached rootfs (container.py), installs thpd with
 "apt install ./thpd_*.deb" and drives real units. Knob values are read on the host (the container
 writes the host's /sys/kernel/mm through --bind), thpd-ctl runs inside, and the journal is read
 inside with cursors, so every assertion is about what happened after a given point. After every
@@ -1973,6 +1973,7 @@ def main():
         for container in list(LIVE):
             with contextlib.suppress(Exception):
                 container.stop()
+                container.remove()
         left = put_back(HOST, BASELINE)
     if rootfs_seconds is not None:
         print(f'\nrootfs: {rootfs_seconds:.1f} s ({"cached" if rootfs_seconds < 5 else "made"})', file=sys.stderr)
