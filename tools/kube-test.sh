@@ -14,7 +14,8 @@
 #     tools/kube-test.sh --trees     only makes the engine's tree, and the image's base when
 #                                    THPD_DEB is set: no knob is touched
 #
-# THPD_DEB=FILE tests that package (the one the system layer built); otherwise it is built here.
+# THPD_DEB=FILE tests that package (the one the system layer built); otherwise it is built here
+# with tools/system-test.sh --package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -27,17 +28,8 @@ fi
 
 # podman itself comes from a Debian 13 tree, not from this host. python3-yaml writes the
 # manifest the test plays.
-packages=(systemd-container mmdebstrap util-linux python3-yaml dpkg-dev debhelper fakeroot)
-missing=()
-for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -ne 0 ]; then
-        echo "Installing: ${missing[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get update -q
-        # The lock timeout: tools/test.sh --full runs this beside tools/system-test.sh --rootfs.
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"
-fi
+packages=(systemd-container mmdebstrap util-linux python3-yaml)
+tools/install-missing.sh "${packages[@]}"
 
 mkdir -p "$work"
 [ -e "$work/.gitignore" ] || echo '*' > "$work/.gitignore"
@@ -46,14 +38,9 @@ if [ -n "${THPD_DEB:-}" ] || [ "${1:-}" = --trees ]; then
         exec /usr/bin/python3 -B tests/system/test_kube.py "$@"
 fi
 
+# The package as the system layer builds it (its dependencies, dpkg-buildpackage on a copy of
+# the tree), kept for this run only.
 tmp=$(mktemp -d /tmp/thpd-kube-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/thpd"
-tar -C "$src" --exclude='./build*' --exclude=./.git --exclude='__pycache__' -cf - . | tar -C "$tmp/thpd" -xf -
-echo "== building the package (dpkg-buildpackage -us -uc -b) in $tmp"
-if ! (cd "$tmp/thpd" && dpkg-buildpackage -us -uc -b) > "$tmp/build.log" 2>&1; then
-        tail -50 "$tmp/build.log"
-        echo "dpkg-buildpackage failed"
-        exit 1
-fi
+THPD_KEEP_DEBS=$tmp tools/system-test.sh --package
 THPD_DEB=$(ls "$tmp"/thpd_*.deb) /usr/bin/python3 -B tests/system/test_kube.py "$@"

@@ -36,16 +36,7 @@ fi
 
 # chromium and python3-websocket: the Cockpit scenario drives the page in a headless browser (CDP).
 packages=(systemd-container mmdebstrap dpkg-dev debhelper fakeroot chromium python3-websocket)
-missing=()
-for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -ne 0 ]; then
-        echo "Installing: ${missing[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get update -q
-        # The lock timeout: tools/test.sh --full runs this script twice at once (--rootfs, --package).
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"
-fi
+tools/install-missing.sh "${packages[@]}"
 # dpkg-buildpackage checks debian/control's Build-Depends itself and names what is missing.
 
 mkdir -p "$work"

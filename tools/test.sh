@@ -4,13 +4,16 @@
 #
 #     tools/test.sh          the quick tier: the -Werror build, then the unit, checks and
 #                            integration suites (a few minutes; the README's test command)
-#     tools/test.sh --full   the full tier (what .ci/run calls): the quick tier, then the faults
-#                            and real-kernel suites, the system layer (our .deb in booted
-#                            systemd-nspawn containers: Debian 13, then a short sid set for
-#                            MemoryTHP= and Cockpit 370, the Cockpit page on Debian 12), the
-#                            DaemonSet played by podman on a booted Debian 13 node, the unit,
-#                            integration and faults suites under ASan/UBSan, valgrind, and
-#                            every libFuzzer target for 20 s
+#     tools/test.sh --full   the full tier (what .ci/run calls): the -Werror build, the unit
+#                            and checks suites, then the faults and real-kernel suites, the
+#                            system layer (our .deb in booted systemd-nspawn containers:
+#                            Debian 13, then a short sid set for MemoryTHP= and Cockpit 370,
+#                            the Cockpit page on Debian 12), the DaemonSet played by podman on
+#                            a booted Debian 13 node, the unit, integration and faults suites
+#                            under ASan/UBSan, valgrind, and every libFuzzer target for 20 s.
+#                            The integration suite runs once, under ASan/UBSan (the quick tier
+#                            runs it on the plain build; the .deb the system layers install is
+#                            the plain build)
 #
 # Each configuration is built once. Run as root: the integration, faults, real-kernel and system
 # layers need it and report "skipped" otherwise. Every layer prints its time and its count; the
@@ -31,7 +34,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -41,14 +44,25 @@ esac
 jobs=$(( $(nproc) * 2 ))
 results=$(mktemp -d /tmp/thpd-test.XXXXXX)
 # The background jobs of the full tier (the scratch lane, the makers of trees): ended with the
-# run if it is interrupted.
+# run if it is interrupted. Each is started in a process group of its own (fork_group), and the
+# whole group is signalled: killing the subshell alone left its meson test, dpkg-buildpackage or
+# mmdebstrap running.
 background=()
 cleanup() {
         local pid
         for pid in "${background[@]}"; do
-                kill "$pid" 2>/dev/null || true
+                kill -- -"$pid" 2>/dev/null || true
         done
         rm -rf "$results"
+}
+
+# fork_group COMMAND...: runs COMMAND in the background in a process group of its own (job
+# control on for that one fork), whose ID is its PID ($!), and adds it to the background jobs.
+fork_group() {
+        set -m
+        "$@" &
+        set +m
+        background+=($!)
 }
 trap cleanup EXIT
 started=$SECONDS
@@ -151,9 +165,12 @@ newest_deb() {
         ls build-system/debs/thpd_*.deb 2>/dev/null | tail -n 1 || true
 }
 
+# nocheck: dh_auto_test would run the unit suite a third time, on the tree this tier has
+# already run it on (with -Werror, then under ASan/UBSan). Packagers' builds keep the check.
+tier_deb_options=nocheck
 make_package() {
         rm -rf build-system/debs
-        THPD_KEEP_DEBS=build-system/debs tools/system-test.sh --package
+        DEB_BUILD_OPTIONS=$tier_deb_options THPD_KEEP_DEBS=build-system/debs tools/system-test.sh --package
 }
 
 make_rootfs() {
@@ -167,17 +184,20 @@ make_kube_trees() {
 }
 
 declare -A chain_of=()
-# chain JOB... : runs the jobs ("NAME:FUNCTION ARG") one after the other in the background.
-chain() {
+# run_chain JOB... : runs the jobs ("NAME:FUNCTION ARG") one after the other.
+run_chain() {
         local spec name command
-        (
-                for spec in "$@"; do
-                        name=${spec%%:*}
-                        read -ra command <<<"${spec#*:}"
-                        job "$name" "${command[@]}"
-                done
-        ) &
-        background+=($!)
+        for spec in "$@"; do
+                name=${spec%%:*}
+                read -ra command <<<"${spec#*:}"
+                job "$name" "${command[@]}"
+        done
+}
+
+# chain JOB... : runs the jobs one after the other in the background.
+chain() {
+        local spec
+        fork_group run_chain "$@"
         for spec in "$@"; do
                 chain_of[${spec%%:*}]=$!
         done
@@ -251,7 +271,8 @@ system_layer() {
                 THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/system-test.sh -v || rc=$?
         else
                 rm -rf build-system/debs
-                THPD_KEEP_DEBS=build-system/debs THPD_SYSTEM_COUNT=$count tools/system-test.sh -v || rc=$?
+                DEB_BUILD_OPTIONS=$tier_deb_options THPD_KEEP_DEBS=build-system/debs THPD_SYSTEM_COUNT=$count \
+                        tools/system-test.sh -v || rc=$?
         fi
         if [ "$rc" -eq 77 ]; then
                 echo "system layer skipped (reason above)"
@@ -308,7 +329,7 @@ kube_layer() {
         local rc=0 deb
         await kube-trees || echo "making the trees in the background failed: the layer tries again"
         deb=$(newest_deb)
-        THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/kube-test.sh -v || rc=$?
+        DEB_BUILD_OPTIONS=$tier_deb_options THPD_DEB=$deb THPD_SYSTEM_COUNT=$count tools/kube-test.sh -v || rc=$?
         if [ "$rc" -eq 77 ]; then
                 echo "DaemonSet layer skipped (reason above)"
                 echo "0 0 1" >"$count"
@@ -365,18 +386,33 @@ fuzz_layer() {
         FUZZ_COUNT=$count tools/fuzz.sh 20
 }
 
+# run_scratch_lane: the scratch lane, its output in $scratch_log; it notes when it ended, as the
+# wait for it ends only with the real-sysfs lane. Run in the background (fork_group), so that its
+# layers' variables (lane, ASAN_OPTIONS) stay its own.
+run_scratch_lane() {
+        local st=0
+        scratch_lane >"$scratch_log" 2>&1 </dev/null || st=$?
+        echo $((SECONDS - lanes_started)) >"$results/scratch-seconds"
+        return "$st"
+}
+
 # --- the scratch lane ---------------------------------------------------------------------------
 # The layers that only use scratch trees, beside the real-sysfs lane (which mostly waits on
-# containers, sleeps and chromium). The integration scenarios but test_usage.py (suite real-thp,
-# which reads the real knob: it runs in the other lane) and faults, then under ASan/UBSan the C
-# unit tests and the daemon in the integration and faults scenarios (the checks run scripts and
-# documents, and the real-kernel tests run the same daemon code the integration tests do, against
-# /sys), valgrind and the fuzzers. Exits non-zero if a layer failed.
+# containers, sleeps and chromium). The faults suite on the plain build, then under ASan/UBSan
+# the C unit tests and the daemon in the integration and faults scenarios but test_usage.py
+# (suite real-thp, which reads the real knob: it runs before the lanes and after them), valgrind
+# and the fuzzers. The checks run scripts and documents, and the real-kernel tests run the same
+# daemon code the integration tests do, against /sys: not again under ASan/UBSan.
+#
+# The plain integration scenarios are not run here: ASan/UBSan runs the same scenarios on the
+# same code, and the plain build is what the quick tier runs them on, what the real-kernel suite,
+# integration-usage and valgrind run, and what the system and DaemonSet layers install (the
+# .deb). The plain faults run stays: its RSS checks (no growth over a reload, a SIGHUP storm,
+# random calls) mean nothing under ASan's quarantine, and the quick tier has no faults suite.
+# Exits non-zero if a layer failed.
 scratch_lane() {
         local st=0
         lane=scratch
-        layer "integration (but usage)" meson_layer build-test integration \
-                --suite integration --no-suite real-thp --num-processes "$jobs" || st=1
         layer "faults" meson_layer build-test faults --suite faults --num-processes "$jobs" || st=1
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
         if layer "build (ASan/UBSan)" build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
@@ -425,17 +461,9 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         scratch_log=build-test/lane-scratch.log
         echo
         echo "== the scratch lane runs beside the real-sysfs lane; its log, printed when it ends: $scratch_log"
-        # Its own process: its layers' variables (lane, ASAN_OPTIONS) stay its own. The lock's
-        # descriptor is not open yet.
-        # It notes when it ended: the wait below ends only with the real-sysfs lane.
-        (
-                st=0
-                scratch_lane || st=$?
-                echo $((SECONDS - lanes_started)) >"$results/scratch-seconds"
-                exit "$st"
-        ) >"$scratch_log" 2>&1 </dev/null &
+        # The lock's descriptor is not open yet.
+        fork_group run_scratch_lane
         scratch_pid=$!
-        background+=("$scratch_pid")
 
         # One at a time: these write this machine's /sys and bind Redis's host port.
         lane=real-sysfs

@@ -53,7 +53,8 @@ from pathlib import Path
 
 import yaml
 
-from container import CONTAINER_PATH, Container, HostKnobs, ensure_rootfs, log, wait_until
+from container import (CONTAINER_PATH, Container, HostKnobs, ensure_rootfs, interrupt_on_signals, layer_status, log,
+                       put_back, wait_until)
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 WORKDIR = Path(os.environ.get('THPD_SYSTEM_DIR', SOURCE_ROOT / 'build-system')).resolve()
@@ -460,10 +461,6 @@ def skip(reason):
     return 77
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt(f'signal {signum}')
-
-
 def make_trees():
     """Only makes the engine's tree, and the image's base when THPD_DEB names a package: they
     need the network, not the knobs, so tools/test.sh has them made while other layers run."""
@@ -490,8 +487,7 @@ def main():
         return 2
     if not os.access(Path('/sys/kernel/mm') / ENABLED, os.W_OK):
         return skip('/sys/kernel/mm/transparent_hugepage is not writable here')
-    signal.signal(signal.SIGTERM, _interrupted)
-    signal.signal(signal.SIGHUP, _interrupted)
+    interrupt_on_signals()
 
     started = time.monotonic()
     WORKDIR.mkdir(parents=True, exist_ok=True)
@@ -520,23 +516,10 @@ def main():
     finally:
         with contextlib.suppress(Exception):
             KubeTest.tearDownClass()
-        restored = HOST.restore(BASELINE)
-        if restored:
-            log(f'restored host knobs: {restored}')
-        left = HOST.diff(BASELINE)
-        if left:
-            log(f'host knobs NOT back at their values: {left}')
+        left = put_back(HOST, BASELINE)
     print('\nenabled, as seen: ' + '; '.join(f'{value} ({what})' for what, value in SEEN), file=sys.stderr)
     print(f'DaemonSet layer: {time.monotonic() - started:.1f} s in all', file=sys.stderr)
-    count = os.environ.get('THPD_SYSTEM_COUNT')
-    if count and result is not None:
-        failed = len(result.failures) + len(result.errors)
-        skipped = len(result.skipped)
-        # A setUpClass that fails is an error with no test run.
-        Path(count).write_text(f'{max(result.testsRun - failed - skipped, 0)} {failed} {skipped}\n')
-    if result is None or left:
-        return 1
-    return 0 if result.wasSuccessful() else 1
+    return layer_status(result, left)
 
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 """The system layer: thpd's .deb under a real PID-1 systemd, with Debian's redis-server and
 postgresql, in booted systemd-nspawn containers that write the host's real THP and hugetlb files.
 
-Each test boots a fresh copy of the cached rootfs (container.py), installs thpd with
+Each test boots a fresh overlay of the cached rootfs (container.py), installs thpd with
 "apt install ./thpd_*.deb" and drives real units. Knob values are read on the host (the container
 writes the host's /sys/kernel/mm through --bind), thpd-ctl runs inside, and the journal is read
 inside with cursors, so every assertion is about what happened after a given point. After every
@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +31,8 @@ import time
 import unittest
 from pathlib import Path
 
-from container import SUITE, Container, HostKnobs, ensure_rootfs, knob_value, log, wait_until
+from container import (SUITE, Container, HostKnobs, ensure_rootfs, interrupt_on_signals, knob_value, layer_status, log,
+                       put_back, wait_until)
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 WORKDIR = Path(os.environ.get('THPD_SYSTEM_DIR', SOURCE_ROOT / 'build-system')).resolve()
@@ -1978,10 +1978,6 @@ class TimedResult(unittest.TextTestResult):
         self.timings.append((test.id().rsplit('.', 1)[-1], time.monotonic() - self._started))
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt(f'signal {signum}')
-
-
 def main():
     global ROOTFS
     if os.geteuid() != 0:
@@ -1997,8 +1993,7 @@ def main():
     if not os.access(Path('/sys/kernel/mm') / ENABLED, os.W_OK):
         print('SKIP: /sys/kernel/mm/transparent_hugepage is not writable here')
         return 77
-    signal.signal(signal.SIGTERM, _interrupted)
-    signal.signal(signal.SIGHUP, _interrupted)
+    interrupt_on_signals()
 
     started = time.monotonic()
     rootfs_seconds = None
@@ -2036,27 +2031,17 @@ def main():
         for container in list(LIVE):
             with contextlib.suppress(Exception):
                 container.stop()
-        restored = HOST.restore(BASELINE)
-        if restored:
-            log(f'restored host knobs: {restored}')
-        left = HOST.diff(BASELINE)
-        if left:
-            log(f'host knobs NOT back at their values: {left}')
+                container.remove()
+        left = put_back(HOST, BASELINE)
     if rootfs_seconds is not None:
         print(f'\nrootfs: {rootfs_seconds:.1f} s ({"cached" if rootfs_seconds < 5 else "made"})', file=sys.stderr)
     for name, seconds in TimedResult.timings:
         print(f'{name}: {seconds:.1f} s', file=sys.stderr)
     print(f'system layer: {time.monotonic() - started:.1f} s in all', file=sys.stderr)
-    count = os.environ.get('THPD_SYSTEM_COUNT')
-    if count and result is not None:
-        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-        skipped = len(result.skipped)
-        Path(count).write_text(f'{result.testsRun - failed - skipped} {failed} {skipped}\n')
-    if result is None or left:
-        return 1
-    if result.skipped and len(result.skipped) >= result.testsRun and result.wasSuccessful():
+    status = layer_status(result, left)
+    if status == 0 and result.skipped and len(result.skipped) >= result.testsRun:
         return 77
-    return 0 if result.wasSuccessful() else 1
+    return status
 
 
 if __name__ == '__main__':
