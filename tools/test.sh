@@ -478,6 +478,14 @@ if [ "$status" -eq 0 ]; then
 fi
 
 if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
+        # Before the lanes: integration-usage reads the real knob and needs the kernel to give
+        # its helper huge pages; the real-kernel tests write this machine's /sys and fragment its
+        # memory. (Beside the lanes, on a machine other runs loaded too, the storm test's
+        # fragmenter missed its 180 s.)
+        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
+                --suite real-thp --num-processes 1 || status=1
+        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
+
         no_rebuild=(--no-rebuild)
         lanes_started=$SECONDS
         scratch_log=build-test/lane-scratch.log
@@ -487,16 +495,8 @@ if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         fork_group run_scratch_lane
         scratch_pid=$!
 
-        # One at a time: these write this machine's /sys and bind Redis's host port. First
-        # integration-usage, which reads the real knob and needs the kernel to give its helper
-        # huge pages, and the real-kernel tests, which fragment this machine's memory: the scratch
-        # lane beside them shares the small cpu share of the tree makers (below_the_knobs), so
-        # they get the CPU they had before the lanes. (Beside work at their own share, on a
-        # machine other runs loaded too, the storm test's fragmenter once missed its 180 s.)
+        # One at a time: these write this machine's /sys and bind Redis's host port.
         lane=real-sysfs
-        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
-                --suite real-thp --num-processes 1 || status=1
-        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
         real_sysfs layer "system (booted containers, Debian 13)" system_layer || status=1
         real_sysfs layer "system (sid: MemoryTHP=, Cockpit 370)" system_sid_layer || status=1
         real_sysfs layer "system (Debian 12: Cockpit 287)" system_bookworm_layer || status=1
