@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager-blanket.h"
 #include "runtime-file.h"
+#include "systemd-call.h"
 #include "thpd-bus.h"
 #include "util.h"
 
@@ -149,21 +150,11 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 
 static int get_property(Manager *m, const char *unit, const char *path, const char *interface, const char *property,
                         sd_bus_message_handler_t callback) {
-        sd_bus_slot *slot = NULL;
         BlanketAsk *a = g_new0(BlanketAsk, 1);
-        int r;
 
         *a = (BlanketAsk) { .manager = m, .unit = g_strdup(unit), .generation = m->blanket->generation };
-        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, path, "org.freedesktop.DBus.Properties", "Get",
-                                     callback, a, "ss", interface, property);
-        if (r < 0) {
-                ask_free(a);
-                return r;
-        }
-        sd_bus_slot_set_destroy_callback(slot, ask_free);
-        sd_bus_slot_set_floating(slot, 1);
-        sd_bus_slot_unref(slot);
-        return 0;
+        return systemd_call_async(m->bus, path, "org.freedesktop.DBus.Properties", "Get", callback, a, ask_free, "ss",
+                                  interface, property);
 }
 
 /* Asked again at every start: a restart is a new main process, which may now be under it. */

@@ -2,6 +2,7 @@
 #include "log.h"
 #include "manager-isolation.h"
 #include "procfs.h"
+#include "systemd-call.h"
 #include "thpd-bus.h"
 #include "unit-processes.h"
 #include "util.h"
@@ -139,21 +140,14 @@ static int on_processes_reply(sd_bus_message *reply, void *userdata, sd_bus_erro
 }
 
 static void ask_processes(Manager *m, Isolation *i) {
-        sd_bus_slot *slot = NULL;
         IsolationCall *c = g_new0(IsolationCall, 1);
         int r;
 
         *c = (IsolationCall) { .manager = m, .unit = g_strdup(i->unit), .stops = i->stops };
-        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses",
-                                     on_processes_reply, c, "s", i->unit);
-        if (r < 0) {
-                isolation_call_free(c);
+        r = systemd_call_async(m->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", on_processes_reply, c,
+                               isolation_call_free, "s", i->unit);
+        if (r < 0)
                 set_state(i, ISOLATION_UNVERIFIED, g_strdup_printf("cannot ask for its processes: %s", strerror(-r)));
-                return;
-        }
-        sd_bus_slot_set_destroy_callback(slot, isolation_call_free);
-        sd_bus_slot_set_floating(slot, 1);
-        sd_bus_slot_unref(slot);
 }
 
 /* Which way a unit of a policy that wants always gets it, as its drop-in says. The processes

@@ -3,6 +3,7 @@
 #include "manager-bus.h"
 #include "manager-usage.h"
 #include "manager.h"
+#include "systemd-call.h"
 #include "thpd-bus.h"
 #include "unit-processes.h"
 #include "util.h"
@@ -162,18 +163,15 @@ static void on_call_done(void *userdata) {
  * wrong moment, made PID 1 and thpd ping-pong; units.c). Asked only about units counted as
  * wanted, which the manager has loaded, and only when a client asks. */
 static int ask_processes(Manager *m, UsageRow *row) {
-        sd_bus_slot *slot = NULL;
         int r;
 
-        r = sd_bus_call_method_async(m->bus, &slot, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses",
-                                     on_processes_reply, row, "s", row->unit);
+        /* The call's reference, which on_call_done() drops (at once if the call cannot be made). */
+        row->request->ref++;
+        r = systemd_call_async(m->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", on_processes_reply, row,
+                               on_call_done, "s", row->unit);
         if (r < 0)
                 return r;
-        row->request->ref++;
         row->request->unanswered++;
-        sd_bus_slot_set_destroy_callback(slot, on_call_done);
-        sd_bus_slot_set_floating(slot, 1);
-        sd_bus_slot_unref(slot);
         return 0;
 }
 

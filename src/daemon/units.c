@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <stdarg.h>
-
 #include "log.h"
+#include "systemd-call.h"
 #include "thpd-bus.h"
 #include "unit-processes.h"
 #include "unit-state.h"
@@ -199,36 +198,14 @@ static void unit_call_free(void *p) {
 
 static int on_job_type_reply(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
-/* Calls a method of the service manager without waiting. The call owns userdata: destroy frees
- * it once the reply is handled, or at once when the call cannot be made. */
-static int call_async(UnitTracker *t, const char *path, const char *interface, const char *member,
-                      sd_bus_message_handler_t callback, void *userdata, sd_bus_destroy_t destroy,
-                      const char *types, ...) {
-        sd_bus_slot *slot = NULL;
-        va_list ap;
-        int r;
-
-        va_start(ap, types);
-        r = sd_bus_call_method_asyncv(t->bus, &slot, SYSTEMD_SERVICE, path, interface, member, callback, userdata, types, ap);
-        va_end(ap);
-        if (r < 0) {
-                destroy(userdata);
-                return r;
-        }
-        sd_bus_slot_set_destroy_callback(slot, destroy);
-        sd_bus_slot_set_floating(slot, 1);
-        sd_bus_slot_unref(slot);
-        return 0;
-}
-
 /* Asks a job (never a unit: that could load it) what kind it is. */
 static int call_job_type(UnitTracker *t, const char *unit, uint32_t job, const char *job_path) {
         UnitCall *c;
 
         c = g_new0(UnitCall, 1);
         *c = (UnitCall) { .tracker = t, .unit = g_strdup(unit), .job = job, .generation = t->generation };
-        return call_async(t, job_path, "org.freedesktop.DBus.Properties", "Get", on_job_type_reply, c, unit_call_free,
-                          "ss", SYSTEMD_JOB, "JobType");
+        return systemd_call_async(t->bus, job_path, "org.freedesktop.DBus.Properties", "Get", on_job_type_reply, c,
+                                  unit_call_free, "ss", SYSTEMD_JOB, "JobType");
 }
 
 static int read_string_variant(sd_bus_message *m, const char **ret) {
@@ -299,8 +276,8 @@ static void ask_processes(UnitTracker *t, TrackedUnit *u) {
 
         c = g_new0(UnitCall, 1);
         *c = (UnitCall) { .tracker = t, .unit = g_strdup(u->name), .generation = t->generation };
-        r = call_async(t, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", on_processes_reply, c, unit_call_free,
-                       "s", u->name);
+        r = systemd_call_async(t->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", on_processes_reply, c,
+                               unit_call_free, "s", u->name);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot ask for its processes, taking it as exited: %m", u->name);
                 return;
@@ -735,8 +712,8 @@ int unit_tracker_query_active_state(UnitTracker *t, const char *unit, UnitActive
                 return r;
         q = g_new0(ActiveStateQuery, 1);
         *q = (ActiveStateQuery) { .unit = g_strdup(unit), .callback = callback, .userdata = userdata };
-        return call_async(t, path, "org.freedesktop.DBus.Properties", "GetAll", on_active_state_reply, q,
-                          active_state_query_free, "s", SYSTEMD_UNIT);
+        return systemd_call_async(t->bus, path, "org.freedesktop.DBus.Properties", "GetAll", on_active_state_reply, q,
+                                  active_state_query_free, "s", SYSTEMD_UNIT);
 }
 
 UnitTracker *unit_tracker_free(UnitTracker *t) {
