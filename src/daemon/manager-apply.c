@@ -188,7 +188,7 @@ static int write_knob(Manager *m, Knob k, const KnobStep *step, GArray *changes)
         int r;
 
         r = sysfs_write_knob(m->sysfs_root, k, step->target);
-        if (r < 0) {
+        if (r < 0 && r != -EIO) {
                 log_error_errno(r, "%s: cannot set %s (%s): %m", knob_name(k),
                                 knob_value_to_string(k, step->target, a), reason);
                 (void) sysfs_read_knob(m->sysfs_root, k, &m->applied[k]);
@@ -197,6 +197,14 @@ static int write_knob(Manager *m, Knob k, const KnobStep *step, GArray *changes)
         m->counters.knob_writes++;
         log_info("%s: %s -> %s (%s)", knob_name(k), knob_value_to_string(k, step->current, a),
                  knob_value_to_string(k, step->target, b), reason);
+        /* The kernel took the value (a knob refuses one with an error, never silently), and
+         * something else reads back: another writer wrote between the write and the read-back.
+         * Taken as the write it was, so that the drift watch judges that writer's value as any
+         * other written behind thpd's back (restored or yielded to, and counted) rather than
+         * thpd keeping it unjudged as its own until the next apply. */
+        if (r == -EIO)
+                log_notice("%s: another writer changed %s right after this write; judging it as drift",
+                           knob_name(k), knob_value_to_string(k, step->target, a));
         KnobChange change = {
                 .knob = k,
                 .old_value = step->current,

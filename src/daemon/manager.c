@@ -474,13 +474,18 @@ static int restore(Manager *m) {
                         continue;
                 }
                 r = sysfs_write_knob(m->sysfs_root, k, want);
-                if (r < 0) {
+                if (r < 0 && r != -EIO) {
                         log_error_errno(r, "%s: cannot restore %s: %m", knob_name(k), knob_value_to_string(k, want, a));
                         failed = r;
                         continue;
                 }
                 log_info("%s: %s -> %s (restoring the baseline)", knob_name(k), knob_value_to_string(k, cur, b),
                          knob_value_to_string(k, want, a));
+                /* Restored, then written again by another writer before the read-back (see
+                 * write_knob()): a value written after thpd's is that writer's to keep. */
+                if (r == -EIO)
+                        log_notice("%s: another writer changed %s right after the restore; leaving its value",
+                                   knob_name(k), knob_value_to_string(k, want, a));
         }
 
         r = manager_restore_pools(m);

@@ -38,13 +38,14 @@ void knob_files_open(KnobFiles *f, const char *sysfs_root);
 void knob_files_close(KnobFiles *f);
 int knob_files_read(KnobFiles *f, const char *sysfs_root, Knob k, KnobValue *ret);
 
-/* Writes the bare word or number, then reads back and returns -EIO if the kernel reports
- * something else. */
 /* From then on every knob and pool write of this process fails with -EROFS, as it would on a
  * read-only /sys: for a system whose /sys is read-only while the service's own mount of it is
  * not (see manager.c, sysfs_guard_read_only()). */
 void sysfs_refuse_writes(void);
 
+/* Writes the bare word or number, then reads back and returns -EIO if the kernel reports
+ * something else: the write was taken, and another writer wrote after it (the kernel refuses a
+ * value with an error, -EINVAL). */
 int sysfs_write_knob(const char *sysfs_root, Knob k, KnobValue v);
 
 /* Marks which knobs this kernel has (probing files, never the kernel version). */

@@ -2,7 +2,7 @@
 """Fault injection: thpd on the user-manager stack while its files and callers misbehave.
 
 Each scenario breaks one thing thpd depends on (a knob file that disappears, turns read-only or
-answers EINVAL; a hugetlb pool the kernel cannot fill, or that refuses the write giving it
+answers EINVAL, or that another writer writes between thpd's write and its read-back; a hugetlb pool the kernel cannot fill, or that refuses the write giving it
 back; a read-only or full runtime directory; policy directories holding a symlink loop,
 a directory, a 100 MB file, a FIFO and files that vanish during reloads; a storm of SIGHUPs
 during unit churn; 10,000 D-Bus calls with random arguments and 500 Await callers that leave)
@@ -264,27 +264,73 @@ class FaultsTest(ThpdTestCase):
         self.wait_knobs(BASELINE)
         self.assertEqual(self.stop_and_check_baseline(thpd), 0)
 
+    # ---- a writer between thpd's write and its read-back ----
+
+    def start_racing_knob(self):
+        """Mounts racing_knob_fuse.py over "enabled"; returns its arm file: "WRITTEN RACER" in it
+        makes another process write RACER right after thpd's next write of WRITTEN, before thpd
+        reads the knob back."""
+        arm = self.tmp / 'race-arm'
+        self.mount_fuse('racing_knob_fuse.py', self.kernel.knob_path('enabled'), 'always', 'madvise', 'never',
+                        '--', str(arm))
+        self.assertEqual(self.kernel.read_knob('enabled'), 'madvise')
+        return arm
+
+    def test_writer_between_write_and_read_back(self):
+        """The kernel took thpd's write and another writer's right after it: that value is drift,
+        restored as any other written behind thpd's back, not a failed write whose value thpd
+        keeps unjudged until the next apply."""
+        arm = self.start_racing_knob()
+        self.write_policy('app.conf', APP_POLICY)
+        thpd = self.start_thpd()
+        arm.write_text('never madvise\n')
+
+        self.start_unit(APP)
+        thpd.wait_log(r'^enabled: another writer changed never right after this write')
+        thpd.wait_log(r'^enabled: found madvise instead of never, .*; restoring never \(\S*/app\.conf for '
+                      r'fault-app\.service\)')
+        self.wait_knobs(APPLIED)
+        self.assertFalse(arm.exists(), 'the racing writer never ran')
+        self.assertNotIn('cannot set', thpd.log())
+        self.ping(thpd)
+
+        self.stop_unit(APP)
+        self.wait_knobs(BASELINE)
+        self.assertEqual(self.stop_and_check_baseline(thpd), 0)
+
+    def test_writer_between_restore_and_read_back_at_exit(self):
+        """At a clean exit thpd restores the baseline, and another writer writes right after it:
+        the value written last is that writer's to keep, and the restore did not fail."""
+        arm = self.start_racing_knob()
+        self.write_policy('app.conf', APP_POLICY)
+        thpd = self.start_thpd()
+        self.start_unit(APP)
+        self.wait_knobs(APPLIED)
+
+        arm.write_text('madvise always\n')
+        status = thpd.stop(expect_status=None)
+        self.assertEqual(status, 0, self._describe(f'thpd exited with {status}'))
+        self.assertIn('enabled: another writer changed madvise right after the restore; leaving its value',
+                      thpd.log())
+        self.assertNotIn('cannot restore', thpd.log())
+        self.assert_knobs(enabled='always', defrag='madvise')
+        self.assertIsNone(self.baseline_record(), self._describe('a clean exit left the record'))
+
     # ---- a hugetlb pool the kernel cannot fill ----
 
-    def start_stingy_pool(self, cap):
-        """Mounts fake_hugetlb_fuse.py over the 2 MiB pool directory; returns (cap file, write
-        log). The kernel side of the pool: writes succeed but allocate at most cap pages, and
-        fail with the errno self.pool_fail_file names while it exists."""
+    def mount_fuse(self, script, mountpoint, *args):
+        """Runs the FUSE stand-in script (beside this file) on mountpoint, a directory or a
+        file, until the test ends; skips where FUSE cannot be had. Mounted before thpd starts,
+        so that its namespace has it."""
         if importlib.util.find_spec('fusepy') is None:
             self.skipTest('python3-fusepy is not installed')
         if not os.path.exists('/dev/fuse'):
             self.skipTest('no /dev/fuse')
-        cap_file = self.tmp / 'pool-cap'
-        cap_file.write_text(f'{cap}\n')
-        write_log = self.tmp / 'pool-writes'
-        write_log.write_text('')
-        self.pool_fail_file = self.tmp / 'pool-fail'
-        mountpoint = self.kernel.pool_path().parent
-        fuse_log = self.tmp / 'fuse.log'
+        fuse_log = self.tmp / f'fuse-{Path(script).stem}.log'
         # Its output goes to a file: a pipe nobody reads would fill up and stall every access.
         with open(fuse_log, 'wb') as log:
-            fuse = subprocess.Popen(['/usr/bin/python3', '-B', str(Path(__file__).with_name('fake_hugetlb_fuse.py')),
-                                     str(mountpoint), str(cap_file), str(write_log), str(self.pool_fail_file)],
+            fuse = subprocess.Popen(['/usr/bin/python3', '-B', str(Path(__file__).with_name(script)),
+                                     str(mountpoint), *args],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
         def unmount():
@@ -299,6 +345,18 @@ class FaultsTest(ThpdTestCase):
                    f'the FUSE pool on {mountpoint}')
         if fuse.poll() is not None:
             self.skipTest(f'the FUSE stand-in could not mount: {fuse_log.read_text().strip()}')
+
+    def start_stingy_pool(self, cap):
+        """Mounts fake_hugetlb_fuse.py over the 2 MiB pool directory; returns (cap file, write
+        log). The kernel side of the pool: writes succeed but allocate at most cap pages, and
+        fail with the errno self.pool_fail_file names while it exists."""
+        cap_file = self.tmp / 'pool-cap'
+        cap_file.write_text(f'{cap}\n')
+        write_log = self.tmp / 'pool-writes'
+        write_log.write_text('')
+        self.pool_fail_file = self.tmp / 'pool-fail'
+        self.mount_fuse('fake_hugetlb_fuse.py', self.kernel.pool_path().parent, str(cap_file), str(write_log),
+                        str(self.pool_fail_file))
         self.assertEqual(self.kernel.read_pool(), 0)
         return cap_file, write_log
 
