@@ -20,13 +20,12 @@
 # run ends with a table of the layers and an "N passed, N failed" line. docs/testing.md says what
 # each layer covers.
 #
-# The full tier runs the one integration test reading the real knob and the real-kernel storm
-# test alone after the build; then, while the package and the rootfs trees are made in the
-# background, the unit suite and the rest of the real-kernel suite; then two lanes: the layers
-# that write this machine's real /sys (the system layers, the DaemonSet) one after the other,
-# and beside them the layers that only use scratch trees, whose output goes to
-# build-test/lane-scratch.log, printed when that lane ends. Each layer that touches the real
-# /sys holds /run/lock/thpd-real-sysfs.lock.
+# The full tier runs the real-kernel suite (and the one integration test reading the real knob)
+# alone after the checks, then two lanes: the layers that write this machine's real /sys (the
+# system layers, the DaemonSet) one after the other, and beside them the layers that only use
+# scratch trees, whose output goes to build-test/lane-scratch.log, printed when that lane ends.
+# Each layer that touches the real /sys holds /run/lock/thpd-real-sysfs.lock. The package and
+# the rootfs trees are made in the background meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +34,7 @@ case "${1:-}" in
         "") ;;
         --full) tier=full ;;
         -h|--help)
-                sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0 ;;
         *) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
 esac
@@ -462,25 +461,14 @@ tools/deps.sh
 
 status=0
 layer "build (-Werror)" build build-test -Dwerror=true || status=$?
-# A failed build, or in the full tier failed unit tests, end the run early; the layers on the
-# real knobs and the lanes go on whatever the others found.
-go_on=$status
-if [ "$tier" = full ] && [ "$go_on" -eq 0 ]; then
-        # Alone, before anything else: integration-usage reads the real knob and needs the kernel
-        # to give its helper huge pages; the storm test fills memory up to 6 GiB short of all
-        # and fragments it. Beside the tree makers (whose dpkg leaves gigabytes of dirty page
-        # cache to reclaim) its fragmenting once took over 180 s instead of about 60.
-        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
-                --suite real-thp --num-processes 1 || status=1
-        real_sysfs layer "real-kernel: storm" meson_layer build-test real-kernel-storm \
-                --suite real-kernel-storm --num-processes 1 || status=1
-        # The trees and the package come from the network and dpkg, not from the knobs: made from
-        # here on, they are ready when the lanes start (made at the lanes' start, the Debian 13
-        # layer waited two minutes for them). The rest of the real-kernel suite runs beside them.
+# The trees and the package come from the network and dpkg, not from the knobs: made from here
+# on, they are ready when the lanes start (made at the lanes' start, the Debian 13 layer waited
+# two minutes for them). The real-kernel suite runs beside their last minute or so.
+if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
         start_background
 fi
-if [ "$go_on" -eq 0 ]; then
-        layer "unit" meson_layer build-test unit --suite unit --num-processes "$(nproc)" || { status=1; go_on=1; }
+if [ "$status" -eq 0 ]; then
+        layer "unit" meson_layer build-test unit --suite unit --num-processes "$(nproc)" || status=1
         # The full tier runs the checks in its scratch lane: they read scripts and documents,
         # not the knobs, and before the lanes they held up the layers that write the knobs.
         if [ "$tier" = quick ]; then
@@ -489,10 +477,14 @@ if [ "$go_on" -eq 0 ]; then
         fi
 fi
 
-if [ "$tier" = full ] && [ "$go_on" -eq 0 ]; then
-        # Before the lanes: the rest of the real-kernel suite writes this machine's /sys.
-        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel \
-                --no-suite real-kernel-storm --num-processes 1 || status=1
+if [ "$tier" = full ] && [ "$status" -eq 0 ]; then
+        # Before the lanes: integration-usage reads the real knob and needs the kernel to give
+        # its helper huge pages; the real-kernel tests write this machine's /sys and fragment its
+        # memory. (Beside the lanes, on a machine other runs loaded too, the storm test's
+        # fragmenter missed its 180 s.)
+        real_sysfs layer "integration: usage (real THP)" meson_layer build-test integration-usage \
+                --suite real-thp --num-processes 1 || status=1
+        real_sysfs layer "real-kernel" meson_layer build-test real-kernel --suite real-kernel --num-processes 1 || status=1
 
         no_rebuild=(--no-rebuild)
         lanes_started=$SECONDS
